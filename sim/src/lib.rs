@@ -3,5 +3,18 @@
 //! Pure state machines (the store, the lessor, the recipe cores) sit at the core; the madsim
 //! drivers (servers, clients, the resource, the nemesis) feed them.
 
+pub mod client;
+pub mod clock;
+pub mod harness;
+pub mod lessor;
+pub mod nemesis;
+pub mod raft;
+pub mod recipe;
+pub mod recorder;
+pub mod resource;
+pub mod rpc;
 pub mod rt;
+pub mod scenario;
+pub mod server;
 pub mod store;
+pub mod workload;

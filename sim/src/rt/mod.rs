@@ -26,10 +26,16 @@ use rand::SeedableRng;
 pub use timeout::Timeout;
 pub use watch::{SimWatch, SimWatchReceiver, SimWatchSender};
 
-/// Marker type selecting madsim as openraft's runtime.
-#[derive(Debug)]
+/// openraft's runtime on madsim. Inside a simulation openraft only calls the associated
+/// functions; an instance (`new`, `block_on`) is for running a future outside one.
 pub struct MadsimRuntime {
     runtime: madsim::runtime::Runtime,
+}
+
+impl std::fmt::Debug for MadsimRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MadsimRuntime")
+    }
 }
 
 impl AsyncRuntime for MadsimRuntime {

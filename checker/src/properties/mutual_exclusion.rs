@@ -1,0 +1,73 @@
+//! Mutual exclusion at the protected resource.
+//!
+//! A lock is only worth what the resource sees: the rule (../shared/cases/01) is that once a write
+//! from a newer grant has been accepted, no write from an older grant may be accepted. "Older"
+//! is by the time the grant was observed (true time of the lock operation's `ok`), so the rule
+//! holds the lock service to its promise rather than to its own tokens.
+
+use std::collections::BTreeMap;
+
+use crate::history::{Event, History};
+use crate::properties::grants::{Grant, grants};
+use crate::verdict::{Finding, PropertyReport, Verdict};
+
+pub(super) fn check(history: &History) -> PropertyReport {
+    let grants = grants(history);
+    // (client, token) identifies a grant; a client never gets the same token twice.
+    let by_holder: BTreeMap<(&str, i64), &Grant> =
+        grants.iter().map(|g| ((g.client.as_str(), g.token), g)).collect();
+
+    // The newest grant whose write was accepted so far, with the entry of that write.
+    let mut newest: Option<(&Grant, usize)> = None;
+    let mut findings = Vec::new();
+    let mut accepted = 0usize;
+    for (index, entry) in history.entries.iter().enumerate() {
+        let Event::Resource { client, token, accepted: true, resource, .. } = &entry.event else {
+            continue;
+        };
+        accepted += 1;
+        let Some(grant) = by_holder.get(&(client.as_str(), *token)).copied() else {
+            findings.push(Finding {
+                time_ns: entry.time_ns,
+                until_ns: None,
+                message: format!(
+                    "{resource} accepted a write from {client} with token {token}, which no lock grant in the history gave {client}"
+                ),
+                entries: vec![index],
+            });
+            continue;
+        };
+        match newest {
+            Some((current, write)) if is_older(grant, current) => {
+                let prior = &history.entries[write];
+                findings.push(Finding {
+                    time_ns: entry.time_ns,
+                    until_ns: None,
+                    message: format!(
+                        "{resource} accepted a write from {client} (token {token}, granted at {}) at {}, after it had accepted a write from {} (token {}, granted at {}) at {}: two holders wrote",
+                        History::fmt_time(grant.granted_ns),
+                        History::fmt_time(entry.time_ns),
+                        current.client,
+                        current.token,
+                        History::fmt_time(current.granted_ns),
+                        History::fmt_time(prior.time_ns),
+                    ),
+                    entries: vec![grant.entry, current.entry, write, index],
+                });
+            }
+            Some((current, _)) if !is_older(current, grant) => {}
+            _ => newest = Some((grant, index)),
+        }
+    }
+    let verdict = if findings.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    let summary = match verdict {
+        Verdict::Pass => format!("{accepted} accepted writes, ownership only moved forward"),
+        _ => format!("{} accepted writes from a stale holder", findings.len()),
+    };
+    PropertyReport { property: "mutual_exclusion".into(), verdict, summary, findings }
+}
+
+/// Grant order: by the true time the grant was observed, then by token.
+fn is_older(a: &Grant, b: &Grant) -> bool {
+    (a.granted_ns, a.token) < (b.granted_ns, b.token)
+}

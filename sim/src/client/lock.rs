@@ -1,0 +1,111 @@
+//! Drives the etcd mutex recipe ([`crate::recipe::mutex`]) over the client connection and
+//! records the `lock` and `unlock` operations.
+
+use std::time::Duration;
+
+use coordsim_checker::history::{Call, Return};
+
+use super::{Client, Session, SessionEnd, Unavailable};
+use crate::recipe::mutex::{EtcdMutex, MutexError, MutexInput, MutexStep};
+use crate::recorder::Recorder;
+use crate::store::{Command, CommandResponse, DeleteRangeRequest, EventKind, KeyRange, StoreError};
+
+/// How long one watch long-poll waits on the server before returning empty.
+const WATCH_POLL: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LockError {
+    #[error("{0}")]
+    SessionEnded(SessionEnd),
+    #[error(transparent)]
+    Mutex(#[from] MutexError),
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+    #[error("the store rejected a request: {0}")]
+    Store(StoreError),
+}
+
+/// Acquires the lock `name` under `session`; returns the holder key and the fencing token.
+/// Records one `lock` operation of `node`: `ok` with the token, `fail` when the lock certainly
+/// was not granted, `info` when the cluster stopped answering.
+pub async fn lock(
+    client: &Client,
+    session: &Session,
+    recorder: &Recorder,
+    node: &str,
+    name: &str,
+) -> Result<(String, i64), LockError> {
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease });
+    let budget = Duration::from_millis(session.ttl_ms);
+    let (mut mutex, mut step) = EtcdMutex::lock(name, session.lease);
+    let result = loop {
+        if let Some(end) = session.ended() {
+            break Err(LockError::SessionEnded(end));
+        }
+        step = match step {
+            MutexStep::Txn(txn) => match client.write(Command::Txn(txn), budget).await {
+                Ok(CommandResponse::Txn(response)) => mutex.step(MutexInput::Txn(response)),
+                Ok(CommandResponse::Error(error)) => break Err(LockError::Store(error)),
+                Ok(other) => unreachable!("a txn is answered by a txn response, got {other:?}"),
+                Err(error) => break Err(error.into()),
+            },
+            MutexStep::Range(request) => match client.range(request, budget).await {
+                Ok(Ok(response)) => mutex.step(MutexInput::Range(response)),
+                Ok(Err(error)) => break Err(LockError::Store(error)),
+                Err(error) => break Err(error.into()),
+            },
+            MutexStep::WaitDelete { key, from_revision } => {
+                match wait_delete(client, session, &key, from_revision).await {
+                    Ok(()) => mutex.step(MutexInput::Deleted),
+                    Err(end) => break Err(LockError::SessionEnded(end)),
+                }
+            }
+            MutexStep::Acquired { key, token } => break Ok((key, token)),
+            MutexStep::Failed(error) => break Err(error.into()),
+        };
+    };
+    match &result {
+        Ok((key, token)) => recorder.ok(node, op, Return::Locked { key: key.clone(), token: *token }),
+        Err(LockError::Unavailable(error)) => {
+            recorder.info(node, op, error.to_string());
+            // Our key may exist: remove it so that it does not block the queue until the lease
+            // expires (etcd's Lock does the same when its context is cancelled).
+            let delete = DeleteRangeRequest { range: KeyRange::Key(mutex.key().to_string()), prev_kv: false };
+            let _ = client.write(Command::DeleteRange(delete), budget).await;
+        }
+        Err(error) => recorder.fail(node, op, error.to_string()),
+    }
+    result
+}
+
+/// Waits until `key` is deleted at or after `from`, or the session ends.
+async fn wait_delete(client: &Client, session: &Session, key: &str, mut from: i64) -> Result<(), SessionEnd> {
+    loop {
+        if let Some(end) = session.ended() {
+            return Err(end);
+        }
+        match client.watch_once(KeyRange::Key(key.to_string()), from, WATCH_POLL).await {
+            Ok(Ok(batch)) => {
+                if batch.events.iter().any(|event| event.kind == EventKind::Delete) {
+                    return Ok(());
+                }
+                let seen = batch.events.iter().map(|event| event.kv.mod_revision).max();
+                from = from.max(seen.map_or(batch.header_revision + 1, |revision| revision + 1));
+            }
+            // History below `from` is gone: look at the queue again instead.
+            Ok(Err(StoreError::Compacted { .. })) => return Ok(()),
+            Ok(Err(_)) | Err(_) => {}
+        }
+    }
+}
+
+/// Releases the lock by deleting the holder key. Records one `unlock` operation.
+pub async fn unlock(client: &Client, recorder: &Recorder, node: &str, name: &str, key: &str, budget: Duration) {
+    let op = recorder.invoke(node, Call::Unlock { name: name.to_string(), key: key.to_string() });
+    let delete = DeleteRangeRequest { range: KeyRange::Key(key.to_string()), prev_kv: false };
+    match client.write(Command::DeleteRange(delete), budget).await {
+        Ok(CommandResponse::DeleteRange(_)) => recorder.ok(node, op, Return::Unlocked),
+        Ok(other) => recorder.fail(node, op, format!("{other:?}")),
+        Err(error) => recorder.info(node, op, error.to_string()),
+    }
+}

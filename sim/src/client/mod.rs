@@ -1,0 +1,153 @@
+//! The client library: a connection to the cluster that finds the leader and retries, a
+//! session (a lease kept alive in the background), and the lock recipe's driver.
+
+mod lock;
+mod session;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::net::Endpoint;
+
+use crate::clock::{Clock, LocalTime};
+use crate::rpc::{ClientReply, ClientRequest, WatchBatch};
+use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
+
+pub use lock::{LockError, lock, unlock};
+pub use session::{Session, SessionEnd};
+
+/// How long one RPC may take before the client tries another server.
+const RPC_TIMEOUT: Duration = Duration::from_millis(500);
+/// Pause before retrying when no server knows a leader (an election is likely under way).
+const RETRY_BACKOFF: Duration = Duration::from_millis(20);
+
+/// The request did not get an answer within its budget: for a write, the outcome is unknown.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no server answered within {budget_ms} ms ({attempts} attempts, last: {last})")]
+pub struct Unavailable {
+    pub budget_ms: u64,
+    pub attempts: u32,
+    pub last: String,
+}
+
+/// A connection to the cluster. Cloning shares the leader guess.
+#[derive(Clone)]
+pub struct Client {
+    endpoint: Endpoint,
+    /// (server id, address), in id order.
+    servers: Arc<Vec<(u64, SocketAddr)>>,
+    /// Index into `servers` of the server to try first.
+    target: Arc<Mutex<usize>>,
+    clock: Clock,
+}
+
+impl Client {
+    pub async fn connect(local: SocketAddr, servers: Vec<(u64, SocketAddr)>, clock: Clock) -> std::io::Result<Client> {
+        assert!(!servers.is_empty(), "a client needs at least one server");
+        let endpoint = Endpoint::bind(local).await?;
+        Ok(Client { endpoint, servers: Arc::new(servers), target: Arc::new(Mutex::new(0)), clock })
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Sends `request` to the leader, following redirects and trying each server in turn until
+    /// one answers or `budget` of local time is spent.
+    pub async fn call(&self, request: ClientRequest, budget: Duration) -> Result<ClientReply, Unavailable> {
+        let deadline = self.clock.now().plus_ms(budget.as_millis() as u64);
+        let mut attempts = 0;
+        let mut last = String::from("no attempt");
+        while attempts == 0 || self.clock.now() < deadline {
+            attempts += 1;
+            let index = *self.target.lock().expect("client lock poisoned");
+            let (_, addr) = self.servers[index];
+            let timeout = RPC_TIMEOUT.min(remaining(self.clock.now(), deadline)).max(Duration::from_millis(1));
+            match self.endpoint.call_timeout(addr, request.clone(), timeout).await {
+                Ok(ClientReply::NotLeader { leader: Some(leader) }) if self.index_of(leader) != Some(index) => {
+                    last = format!("redirected to s{leader}");
+                    self.set_target(self.index_of(leader).unwrap_or(index));
+                }
+                Ok(ClientReply::NotLeader { .. }) => {
+                    last = "no leader known".into();
+                    self.next_target(index);
+                    self.clock.sleep(RETRY_BACKOFF).await;
+                }
+                Ok(ClientReply::Unavailable { reason }) => {
+                    last = reason;
+                    self.next_target(index);
+                    self.clock.sleep(RETRY_BACKOFF).await;
+                }
+                Ok(reply) => return Ok(reply),
+                Err(error) => {
+                    last = error.to_string();
+                    self.next_target(index);
+                }
+            }
+        }
+        Err(Unavailable { budget_ms: budget.as_millis() as u64, attempts, last })
+    }
+
+    pub async fn write(&self, command: Command, budget: Duration) -> Result<CommandResponse, Unavailable> {
+        match self.call(ClientRequest::Write(command), budget).await? {
+            ClientReply::Write(response) => Ok(response),
+            other => unreachable!("a write is answered by a write response, got {other:?}"),
+        }
+    }
+
+    /// A linearizable read.
+    pub async fn range(
+        &self,
+        request: RangeRequest,
+        budget: Duration,
+    ) -> Result<Result<RangeResponse, StoreError>, Unavailable> {
+        match self.call(ClientRequest::Range { request, linearizable: true }, budget).await? {
+            ClientReply::Range(result) => Ok(result),
+            other => unreachable!("a read is answered by a range response, got {other:?}"),
+        }
+    }
+
+    /// One long-poll for changes to `range` from revision `from`.
+    pub async fn watch_once(
+        &self,
+        range: KeyRange,
+        from: Revision,
+        wait: Duration,
+    ) -> Result<Result<WatchBatch, StoreError>, Unavailable> {
+        let request = ClientRequest::Watch { range, from, wait_ms: wait.as_millis() as u64 };
+        // The poll itself waits `wait` on the server: give the call room for that plus a retry.
+        match self.call(request, wait + RPC_TIMEOUT * 2).await? {
+            ClientReply::Watch(result) => Ok(result),
+            other => unreachable!("a watch is answered by a watch batch, got {other:?}"),
+        }
+    }
+
+    pub async fn keep_alive(&self, lease: LeaseId, budget: Duration) -> Result<ClientReply, Unavailable> {
+        self.call(ClientRequest::KeepAlive { lease }, budget).await
+    }
+
+    fn index_of(&self, id: u64) -> Option<usize> {
+        self.servers.iter().position(|(server, _)| *server == id)
+    }
+
+    fn set_target(&self, index: usize) {
+        *self.target.lock().expect("client lock poisoned") = index;
+    }
+
+    fn next_target(&self, failed: usize) {
+        let mut target = self.target.lock().expect("client lock poisoned");
+        // Another task may already have moved on from the failed server.
+        if *target == failed {
+            *target = (failed + 1) % self.servers.len();
+        }
+    }
+}
+
+fn remaining(now: LocalTime, deadline: LocalTime) -> Duration {
+    Duration::from_nanos(deadline.0.saturating_sub(now.0))
+}

@@ -1,0 +1,140 @@
+//! Raft transport over madsim RPC (in-process, no serialization in simulation).
+//!
+//! A clogged link or a lost message makes a madsim RPC wait forever, so every call carries
+//! openraft's own per-RPC deadline (`RPCOption::hard_ttl`). A remote fatal error is reported as
+//! `Unreachable`: openraft 0.10's RPC error has no room for a remote `RaftError`.
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use madsim::net::Endpoint;
+use madsim::net::rpc::Request;
+use openraft::error::{RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::RPCOption;
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
+use openraft::{AnyError, BasicNode, RaftNetworkFactory, RaftNetworkV2};
+use serde::{Deserialize, Serialize};
+
+use super::{Snapshot, SnapshotMeta, StoreSnapshot, TypeConfig, Vote};
+
+/// A remote node's failure to handle a Raft RPC (it is shutting down).
+pub type RaftRpcError = String;
+
+#[derive(Serialize, Deserialize)]
+pub struct AppendRpc(pub AppendEntriesRequest<TypeConfig>);
+impl Request for AppendRpc {
+    type Response = Result<AppendEntriesResponse<TypeConfig>, RaftRpcError>;
+    const ID: u64 = 0x7261_6674_0001;
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct VoteRpc(pub VoteRequest<TypeConfig>);
+impl Request for VoteRpc {
+    type Response = Result<VoteResponse<TypeConfig>, RaftRpcError>;
+    const ID: u64 = 0x7261_6674_0002;
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct PreVoteRpc(pub VoteRequest<TypeConfig>);
+impl Request for PreVoteRpc {
+    type Response = Result<VoteResponse<TypeConfig>, RaftRpcError>;
+    const ID: u64 = 0x7261_6674_0003;
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct SnapshotRpc {
+    pub vote: Vote,
+    pub meta: SnapshotMeta,
+    pub data: StoreSnapshot,
+}
+impl Request for SnapshotRpc {
+    type Response = Result<SnapshotResponse<TypeConfig>, RaftRpcError>;
+    const ID: u64 = 0x7261_6674_0004;
+}
+
+/// Creates a [`Peer`] per target; all share the server's endpoint.
+#[derive(Clone)]
+pub struct Network {
+    endpoint: Endpoint,
+}
+
+impl Network {
+    pub fn new(endpoint: Endpoint) -> Self {
+        Network { endpoint }
+    }
+}
+
+/// The connection to one other server.
+pub struct Peer {
+    endpoint: Endpoint,
+    target: u64,
+    addr: Option<SocketAddr>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Peer;
+
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> Peer {
+        Peer { endpoint: self.endpoint.clone(), target, addr: node.addr.parse().ok() }
+    }
+}
+
+impl Peer {
+    async fn call<R: Request>(&self, request: R, option: &RPCOption) -> Result<R::Response, Unreachable<TypeConfig>> {
+        let Some(addr) = self.addr else {
+            return Err(unreachable(format!("node {} has no valid address", self.target)));
+        };
+        self.endpoint
+            .call_timeout(addr, request, option.hard_ttl())
+            .await
+            .map_err(|e| unreachable(format!("node {}: {e}", self.target)))
+    }
+}
+
+fn unreachable(message: String) -> Unreachable<TypeConfig> {
+    Unreachable::new(&AnyError::error(message))
+}
+
+fn remote<T>(reply: Result<T, RaftRpcError>) -> Result<T, RPCError<TypeConfig>> {
+    reply.map_err(|message| RPCError::Unreachable(unreachable(format!("remote: {message}"))))
+}
+
+impl RaftNetworkV2<TypeConfig> for Peer {
+    type SnapshotData = StoreSnapshot;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        remote(self.call(AppendRpc(rpc), &option).await?)
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        remote(self.call(VoteRpc(rpc), &option).await?)
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        remote(self.call(PreVoteRpc(rpc), &option).await?)
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot,
+        _cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
+        let request = SnapshotRpc { vote, meta: snapshot.meta, data: snapshot.snapshot };
+        let reply = self.call(request, &option).await?;
+        reply.map_err(|message| StreamingError::Unreachable(unreachable(format!("remote: {message}"))))
+    }
+}

@@ -1,0 +1,299 @@
+//! The etcd mutex recipe (etcd client/v3/concurrency/mutex.go), as a sans-IO state machine.
+//!
+//! 1. Create this session's key `<prefix>/<lease hex>`, attached to the session lease, unless it
+//!    exists: a txn `create_revision(key) == 0 ? put : get`. The key's create_revision is the
+//!    client's place in the queue and its **fencing token**.
+//! 2. If the oldest key under the prefix is ours, the lock is ours.
+//! 3. Otherwise wait until the key with the largest create_revision below ours (the
+//!    *predecessor*) is deleted — watching only the predecessor avoids a herd of wakeups — and
+//!    look again: there may be an older one left.
+//! 4. Before reporting success, re-read our own key: if the session's lease expired while we
+//!    waited, the key is gone and the lock is not ours (etcd 3.4+ returns ErrSessionExpired).
+//!
+//! Unlocking deletes the key, which wakes the successor.
+
+use crate::store::{
+    Compare, CompareResult, CompareTarget, KeyRange, LeaseId, PutRequest, RangeRequest, RangeResponse, Revision,
+    SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
+};
+
+/// What the driver must do next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MutexStep {
+    /// Send this txn as a write; feed back [`MutexInput::Txn`].
+    Txn(TxnRequest),
+    /// Send this as a linearizable read; feed back [`MutexInput::Range`].
+    Range(RangeRequest),
+    /// Watch `key` from `from_revision` until a delete event; then feed back
+    /// [`MutexInput::Deleted`].
+    WaitDelete { key: String, from_revision: Revision },
+    /// The lock is held; `token` is our key's create_revision.
+    Acquired { key: String, token: Revision },
+    /// The lock cannot be acquired with this session.
+    Failed(MutexError),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MutexInput {
+    Txn(TxnResponse),
+    Range(RangeResponse),
+    Deleted,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MutexError {
+    /// Our key vanished while waiting: the session's lease expired.
+    #[error("session expired: the lock key {0} is gone")]
+    SessionExpired(String),
+    /// A response that the protocol does not allow at this point: a bug in the driver or server.
+    #[error("unexpected response in state {0}")]
+    Protocol(&'static str),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum State {
+    Creating,
+    /// Looking for the predecessor of `my_revision`.
+    FindingPredecessor,
+    WaitingForDelete,
+    CheckingOwnKey,
+    Done,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdMutex {
+    prefix: String,
+    key: String,
+    my_revision: Revision,
+    state: State,
+}
+
+impl EtcdMutex {
+    /// Starts acquiring the lock `prefix` for the session `lease`; returns the first step.
+    pub fn lock(prefix: &str, lease: LeaseId) -> (EtcdMutex, MutexStep) {
+        let key = holder_key(prefix, lease);
+        let mutex = EtcdMutex { prefix: prefix.to_string(), key: key.clone(), my_revision: 0, state: State::Creating };
+        let oldest = oldest_holder(prefix);
+        let txn = TxnRequest {
+            compare: vec![Compare { key: key.clone(), result: CompareResult::Equal, target: CompareTarget::CreateRevision(0) }],
+            success: vec![
+                TxnOp::Put(PutRequest { key: key.clone(), value: String::new(), lease, prev_kv: false }),
+                TxnOp::Range(oldest.clone()),
+            ],
+            failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(key))), TxnOp::Range(oldest)],
+        };
+        (mutex, MutexStep::Txn(txn))
+    }
+
+    /// This session's key under the lock prefix.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn step(&mut self, input: MutexInput) -> MutexStep {
+        match (&self.state, input) {
+            (State::Creating, MutexInput::Txn(response)) => self.on_created(response),
+            (State::FindingPredecessor, MutexInput::Range(response)) => self.on_predecessor(response),
+            (State::WaitingForDelete, MutexInput::Deleted) => self.find_predecessor(),
+            (State::CheckingOwnKey, MutexInput::Range(response)) => {
+                self.state = State::Done;
+                if response.kvs.is_empty() {
+                    MutexStep::Failed(MutexError::SessionExpired(self.key.clone()))
+                } else {
+                    MutexStep::Acquired { key: self.key.clone(), token: self.my_revision }
+                }
+            }
+            (state, _) => {
+                let name = state_name(state);
+                self.state = State::Done;
+                MutexStep::Failed(MutexError::Protocol(name))
+            }
+        }
+    }
+
+    fn on_created(&mut self, response: TxnResponse) -> MutexStep {
+        let (my_revision, oldest) = match (response.succeeded, response.responses.as_slice()) {
+            (true, [TxnOpResponse::Put(_), TxnOpResponse::Range(oldest)]) => (response.header.revision, oldest),
+            (false, [TxnOpResponse::Range(mine), TxnOpResponse::Range(oldest)]) => match mine.kvs.first() {
+                Some(kv) => (kv.create_revision, oldest),
+                None => return self.fail(MutexError::Protocol("creating: compare failed but the key is missing")),
+            },
+            _ => return self.fail(MutexError::Protocol("creating")),
+        };
+        self.my_revision = my_revision;
+        match oldest.kvs.first() {
+            Some(owner) if owner.create_revision == my_revision => {
+                self.state = State::Done;
+                MutexStep::Acquired { key: self.key.clone(), token: my_revision }
+            }
+            _ => self.find_predecessor(),
+        }
+    }
+
+    fn find_predecessor(&mut self) -> MutexStep {
+        self.state = State::FindingPredecessor;
+        let mut request = RangeRequest::new(KeyRange::Prefix(self.prefix_dir()));
+        request.max_create_revision = self.my_revision - 1;
+        request.sort = Some((SortTarget::CreateRevision, SortOrder::Descend));
+        request.limit = 1;
+        MutexStep::Range(request)
+    }
+
+    fn on_predecessor(&mut self, response: RangeResponse) -> MutexStep {
+        match response.kvs.first() {
+            Some(predecessor) => {
+                self.state = State::WaitingForDelete;
+                MutexStep::WaitDelete { key: predecessor.key.clone(), from_revision: response.header.revision + 1 }
+            }
+            None => {
+                self.state = State::CheckingOwnKey;
+                MutexStep::Range(RangeRequest::new(KeyRange::Key(self.key.clone())))
+            }
+        }
+    }
+
+    fn fail(&mut self, error: MutexError) -> MutexStep {
+        self.state = State::Done;
+        MutexStep::Failed(error)
+    }
+
+    fn prefix_dir(&self) -> String {
+        format!("{}/", self.prefix)
+    }
+}
+
+/// `<prefix>/<lease in hex>`, as etcd names a session's key under a lock.
+pub fn holder_key(prefix: &str, lease: LeaseId) -> String {
+    format!("{prefix}/{lease:x}")
+}
+
+/// The key with the smallest create_revision under the lock prefix: the current holder.
+fn oldest_holder(prefix: &str) -> RangeRequest {
+    let mut request = RangeRequest::new(KeyRange::Prefix(format!("{prefix}/")));
+    request.sort = Some((SortTarget::CreateRevision, SortOrder::Ascend));
+    request.limit = 1;
+    request
+}
+
+fn state_name(state: &State) -> &'static str {
+    match state {
+        State::Creating => "creating",
+        State::FindingPredecessor => "finding predecessor",
+        State::WaitingForDelete => "waiting for delete",
+        State::CheckingOwnKey => "checking own key",
+        State::Done => "done",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Command, CommandResponse, DeleteRangeRequest, RevokeReason, Store};
+
+    /// Drives a mutex against a store until it needs to wait for a delete or finishes.
+    fn drive(store: &mut Store, mutex: &mut EtcdMutex, mut step: MutexStep) -> MutexStep {
+        loop {
+            step = match step {
+                MutexStep::Txn(txn) => match store.apply(&Command::Txn(txn)) {
+                    CommandResponse::Txn(response) => mutex.step(MutexInput::Txn(response)),
+                    other => panic!("txn failed: {other:?}"),
+                },
+                MutexStep::Range(request) => {
+                    mutex.step(MutexInput::Range(store.range(&request).expect("range at the current revision")))
+                }
+                done => return done,
+            }
+        }
+    }
+
+    fn grant(store: &mut Store, ttl_ms: u64) -> LeaseId {
+        match store.apply(&Command::LeaseGrant { id: 0, ttl_ms }) {
+            CommandResponse::LeaseGrant { id, .. } => id,
+            other => panic!("grant failed: {other:?}"),
+        }
+    }
+
+    fn delete(store: &mut Store, key: &str) {
+        store.apply(&Command::DeleteRange(DeleteRangeRequest { range: KeyRange::Key(key.to_string()), prev_kv: false }));
+    }
+
+    #[test]
+    fn first_locker_acquires_with_its_key_create_revision_as_token() {
+        let mut store = Store::new();
+        let lease = grant(&mut store, 5000);
+        let (mut mutex, step) = EtcdMutex::lock("/lock/r", lease);
+        let step = drive(&mut store, &mut mutex, step);
+        let key = holder_key("/lock/r", lease);
+        let created = store.range(&RangeRequest::new(KeyRange::Key(key.clone()))).unwrap().kvs[0].create_revision;
+        assert_eq!(step, MutexStep::Acquired { key, token: created });
+    }
+
+    #[test]
+    fn waiter_watches_only_its_predecessor_and_acquires_after_it_is_deleted() {
+        let mut store = Store::new();
+        let leases: Vec<LeaseId> = (0..3).map(|_| grant(&mut store, 5000)).collect();
+        let mut mutexes = Vec::new();
+        let mut steps = Vec::new();
+        for lease in &leases {
+            let (mut mutex, step) = EtcdMutex::lock("/lock/r", *lease);
+            steps.push(drive(&mut store, &mut mutex, step));
+            mutexes.push(mutex);
+        }
+        assert!(matches!(steps[0], MutexStep::Acquired { .. }));
+        // Herd-free: the third waits on the second, not on the holder.
+        assert!(matches!(&steps[1], MutexStep::WaitDelete { key, .. } if key == mutexes[0].key()));
+        assert!(matches!(&steps[2], MutexStep::WaitDelete { key, .. } if key == mutexes[1].key()));
+
+        delete(&mut store, &mutexes[0].key().to_string());
+        let step = mutexes[1].step(MutexInput::Deleted);
+        let step = drive(&mut store, &mut mutexes[1], step);
+        assert!(matches!(step, MutexStep::Acquired { ref key, .. } if key == mutexes[1].key()));
+    }
+
+    #[test]
+    fn tokens_grow_with_each_grant() {
+        let mut store = Store::new();
+        let first = grant(&mut store, 5000);
+        let second = grant(&mut store, 5000);
+        let (mut m1, s1) = EtcdMutex::lock("/lock/r", first);
+        let MutexStep::Acquired { token: t1, key: k1 } = drive(&mut store, &mut m1, s1) else { panic!("first acquires") };
+        let (mut m2, s2) = EtcdMutex::lock("/lock/r", second);
+        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::WaitDelete { .. }));
+        delete(&mut store, &k1);
+        let s2 = m2.step(MutexInput::Deleted);
+        let MutexStep::Acquired { token: t2, .. } = drive(&mut store, &mut m2, s2) else { panic!("second acquires") };
+        assert!(t2 > t1, "token {t2} after {t1}");
+    }
+
+    #[test]
+    fn waiter_whose_lease_expired_gets_session_expired_not_the_lock() {
+        let mut store = Store::new();
+        let holder = grant(&mut store, 5000);
+        let waiter = grant(&mut store, 1000);
+        let (mut m1, s1) = EtcdMutex::lock("/lock/r", holder);
+        let MutexStep::Acquired { key: k1, .. } = drive(&mut store, &mut m1, s1) else { panic!("holder acquires") };
+        let (mut m2, s2) = EtcdMutex::lock("/lock/r", waiter);
+        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::WaitDelete { .. }));
+        store.apply(&Command::LeaseRevoke { id: waiter, reason: RevokeReason::Expired });
+        delete(&mut store, &k1);
+        let s2 = m2.step(MutexInput::Deleted);
+        assert_eq!(drive(&mut store, &mut m2, s2), MutexStep::Failed(MutexError::SessionExpired(m2.key().to_string())));
+    }
+
+    #[test]
+    fn relocking_with_the_same_session_reuses_the_key() {
+        let mut store = Store::new();
+        let lease = grant(&mut store, 5000);
+        let (mut m1, s1) = EtcdMutex::lock("/lock/r", lease);
+        let MutexStep::Acquired { token: t1, .. } = drive(&mut store, &mut m1, s1) else { panic!("acquires") };
+        let (mut again, step) = EtcdMutex::lock("/lock/r", lease);
+        let MutexStep::Acquired { token: t2, .. } = drive(&mut store, &mut again, step) else { panic!("re-acquires") };
+        assert_eq!(t1, t2, "the same key keeps its create_revision");
+    }
+
+    #[test]
+    fn unexpected_input_fails_loudly_as_a_protocol_error() {
+        let (mut mutex, _) = EtcdMutex::lock("/lock/r", 1);
+        assert_eq!(mutex.step(MutexInput::Deleted), MutexStep::Failed(MutexError::Protocol("creating")));
+    }
+}

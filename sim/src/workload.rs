@@ -1,0 +1,137 @@
+//! The client workload: a loop of acquire, write to the protected resource with the fencing
+//! token, release. It records what the client *believes* (that it holds the lock) as well as
+//! what it does, because the gap between the two is what the checkers judge.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use coordsim_checker::history::{Call, Event, Phase, Return};
+use madsim::net::Endpoint;
+
+use crate::client::{Client, Session, lock, unlock};
+use crate::clock::Clock;
+use crate::recorder::Recorder;
+use crate::rpc::{ResourceReply, ResourceWrite};
+
+/// How long a write to the resource may take before its outcome counts as unknown.
+const RESOURCE_TIMEOUT: Duration = Duration::from_millis(500);
+/// Pause before opening a new session after the last one could not be opened or ended.
+const SESSION_RETRY: Duration = Duration::from_millis(200);
+
+/// One client's part of the scenario.
+#[derive(Clone, Debug)]
+pub struct ClientPlan {
+    pub name: String,
+    pub addr: SocketAddr,
+    pub servers: Vec<(u64, SocketAddr)>,
+    pub lock_name: String,
+    pub ttl_ms: u64,
+    pub start: Duration,
+    pub hold: Duration,
+    pub writes_per_hold: u32,
+    pub think: Duration,
+    pub resource: (String, SocketAddr),
+}
+
+/// How a hold ended.
+enum HoldEnd {
+    /// Done writing: release the lock.
+    Release,
+    /// The session ended while holding: the lock is already lost.
+    SessionEnded,
+    /// The resource refused our token: someone newer holds the lock.
+    Rejected,
+}
+
+pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
+    clock.sleep(plan.start).await;
+    let client =
+        Client::connect(plan.addr, plan.servers.clone(), clock.clone()).await.expect("a client binds its own address");
+    let mut written = 0u64;
+    loop {
+        let Some(session) = Session::open(&client, &recorder, &plan.name, plan.ttl_ms).await else {
+            clock.sleep(SESSION_RETRY).await;
+            continue;
+        };
+        while session.ended().is_none() {
+            let Ok((key, token)) = lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await else {
+                break;
+            };
+            belief(&recorder, &plan, token, Phase::Start, None);
+            let end = hold(&plan, &client, &session, &recorder, token, &mut written).await;
+            match end {
+                HoldEnd::Release => {
+                    belief(&recorder, &plan, token, Phase::End, Some("unlocked"));
+                    unlock(&client, &recorder, &plan.name, &plan.lock_name, &key, Duration::from_millis(plan.ttl_ms)).await;
+                }
+                HoldEnd::Rejected => {
+                    belief(&recorder, &plan, token, Phase::End, Some("write rejected: a newer holder exists"));
+                    unlock(&client, &recorder, &plan.name, &plan.lock_name, &key, Duration::from_millis(plan.ttl_ms)).await;
+                }
+                HoldEnd::SessionEnded => {
+                    let reason = session.ended().map(|end| end.to_string());
+                    belief(&recorder, &plan, token, Phase::End, reason.as_deref());
+                }
+            }
+            clock.sleep(plan.think).await;
+        }
+        drop(session);
+        clock.sleep(SESSION_RETRY).await;
+    }
+}
+
+/// Writes to the resource `writes_per_hold` times, spread evenly over `hold`.
+async fn hold(
+    plan: &ClientPlan,
+    client: &Client,
+    session: &Session,
+    recorder: &Recorder,
+    token: i64,
+    written: &mut u64,
+) -> HoldEnd {
+    let gap = plan.hold / plan.writes_per_hold;
+    for i in 0..plan.writes_per_hold {
+        if i > 0 {
+            client.clock().sleep(gap).await;
+        }
+        // The client acts on its belief: it checks its session, as an application would, but
+        // cannot know of an expiry the keepalive loop has not yet seen.
+        if session.ended().is_some() {
+            return HoldEnd::SessionEnded;
+        }
+        *written += 1;
+        let value = format!("{}-{}", plan.name, written);
+        if write(plan, client.endpoint(), recorder, token, value).await == Some(false) {
+            return HoldEnd::Rejected;
+        }
+    }
+    client.clock().sleep(gap).await;
+    if session.ended().is_some() { HoldEnd::SessionEnded } else { HoldEnd::Release }
+}
+
+/// One recorded write to the resource: `Some(accepted)`, or `None` when the reply was lost.
+async fn write(plan: &ClientPlan, endpoint: &Endpoint, recorder: &Recorder, token: i64, value: String) -> Option<bool> {
+    let (resource, addr) = &plan.resource;
+    let call = Call::Write { resource: resource.clone(), token, value: value.clone() };
+    let op = recorder.invoke(&plan.name, call);
+    let request = ResourceWrite { client: plan.name.clone(), token, value };
+    match endpoint.call_timeout(*addr, request, RESOURCE_TIMEOUT).await {
+        Ok(ResourceReply::Accepted) => {
+            recorder.ok(&plan.name, op, Return::Written);
+            Some(true)
+        }
+        Ok(ResourceReply::Rejected { highest }) => {
+            recorder.fail(&plan.name, op, format!("rejected: token {token} is below {highest}"));
+            Some(false)
+        }
+        Err(error) => {
+            recorder.info(&plan.name, op, error.to_string());
+            None
+        }
+    }
+}
+
+fn belief(recorder: &Recorder, plan: &ClientPlan, token: i64, phase: Phase, reason: Option<&str>) {
+    let event = Event::Belief { lock: plan.lock_name.clone(), token, phase, reason: reason.map(str::to_string) };
+    recorder.record(&plan.name, event);
+}
