@@ -1,1 +1,6 @@
-//! placeholder
+//! The `coordsim` CLI and the scenario library.
+
+pub mod cli;
+pub mod library;
+pub mod load;
+pub mod sweep;

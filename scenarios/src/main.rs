@@ -1,1 +1,5 @@
-fn main() {}
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    coordsim::cli::main(coordsim::cli::Cli::parse())
+}

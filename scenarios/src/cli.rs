@@ -1,0 +1,358 @@
+//! The `coordsim` command line.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use coordsim_checker::history::History;
+use coordsim_checker::properties::Property;
+use coordsim_checker::verdict::Verdict;
+use coordsim_reports::RunSummary;
+
+use crate::load::{self, InputError, Loaded};
+use crate::library;
+use crate::sweep::{self, SeedResult};
+
+/// Largest number of seeds one `run` accepts.
+const SEEDS_MAX: u64 = 1_000_000;
+
+#[derive(Parser, Debug)]
+#[command(name = "coordsim", version, about = "Deterministic simulation and correctness testbed for distributed coordination")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the scenario library.
+    List,
+    /// Run scenarios under the simulator, check every seed, compare with the expected verdicts.
+    Run {
+        /// Library names or paths to scenario files; `all` runs the whole library.
+        #[arg(required = true)]
+        scenarios: Vec<String>,
+        /// Run this one seed.
+        #[arg(long, conflicts_with = "seeds")]
+        seed: Option<u64>,
+        /// Run seeds A..B (inclusive), e.g. `1..50`.
+        #[arg(long, value_parser = parse_seed_range)]
+        seeds: Option<(u64, u64)>,
+        /// Output folder; each run writes <out>/<scenario>/seed-<N>/{history.json,summary.json}.
+        #[arg(long, default_value = "target/coordsim")]
+        out: PathBuf,
+        /// Seeds run in parallel (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Re-run the checkers on a recorded history.json.
+    Check {
+        history: PathBuf,
+    },
+    /// Measure simulation speed on one core: seeds per second and simulated seconds per wall second.
+    Bench {
+        #[arg(default_value = "split-brain-gc-pause")]
+        scenario: String,
+        #[arg(long, default_value_t = 20)]
+        seeds: u64,
+    },
+}
+
+fn parse_seed_range(text: &str) -> Result<(u64, u64), String> {
+    let (a, b) = text.split_once("..").ok_or_else(|| format!("{text:?} is not a range like 1..50"))?;
+    let b = b.strip_prefix('=').unwrap_or(b);
+    let a: u64 = a.trim().parse().map_err(|_| format!("{a:?} is not a seed number"))?;
+    let b: u64 = b.trim().parse().map_err(|_| format!("{b:?} is not a seed number"))?;
+    if a > b {
+        return Err(format!("empty range {text:?}: the first seed is after the last"));
+    }
+    if b - a >= SEEDS_MAX {
+        return Err(format!("{} seeds is more than the limit of {SEEDS_MAX}", b - a + 1));
+    }
+    Ok((a, b))
+}
+
+/// Runs the parsed command line; the exit code follows ARCHITECTURE.md: 0 = every verdict as
+/// expected, 1 = some not, 2 = bad input.
+pub fn main(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::List => Ok(list()),
+        Command::Run { scenarios, seed, seeds, out, jobs } => run(&scenarios, seed, seeds, &out, jobs),
+        Command::Check { history } => check(&history),
+        Command::Bench { scenario, seeds } => bench(&scenario, seeds),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn list() -> ExitCode {
+    for (name, text) in library::LIBRARY {
+        match load::parse(&library::path_of(name), text) {
+            Ok(scenario) => println!("{name:<32} {}", scenario.summary),
+            Err(error) => println!("{name:<32} (broken: {error})"),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn resolve_all(args: &[String]) -> Result<Vec<Loaded>, InputError> {
+    let mut loaded = Vec::new();
+    for arg in args {
+        if arg == "all" {
+            for (name, _) in library::LIBRARY {
+                loaded.push(load::resolve(name)?);
+            }
+        } else {
+            loaded.push(load::resolve(arg)?);
+        }
+    }
+    Ok(loaded)
+}
+
+fn run(
+    args: &[String],
+    seed: Option<u64>,
+    seeds: Option<(u64, u64)>,
+    out: &Path,
+    jobs: Option<usize>,
+) -> Result<ExitCode, InputError> {
+    let loaded = resolve_all(args)?;
+    let seeds: Vec<u64> = match (seed, seeds) {
+        (Some(seed), _) => vec![seed],
+        (None, Some((a, b))) => (a..=b).collect(),
+        (None, None) => vec![1],
+    };
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if jobs == 0 {
+        return Err(InputError::Usage("--jobs must be at least 1".into()));
+    }
+    let mut total = 0usize;
+    let mut unexpected: Vec<String> = Vec::new();
+    for scenario in &loaded {
+        println!(
+            "{} ({}): seeds {}, {} job{}",
+            scenario.scenario.name,
+            scenario.source,
+            describe_seeds(&seeds),
+            jobs,
+            if jobs == 1 { "" } else { "s" }
+        );
+        let mut tally = Tally::default();
+        let mut write_error = None;
+        sweep::run_seeds(&scenario.scenario, &scenario.arg, &seeds, jobs, |result| {
+            total += 1;
+            if let Err(error) = save(out, &result) {
+                write_error.get_or_insert(error);
+            }
+            println!("{}", seed_line(&result));
+            if !result.as_expected() {
+                unexpected.push(match &result {
+                    SeedResult::Done { summary, .. } => summary.replay.clone(),
+                    SeedResult::Crashed { replay, .. } => replay.clone(),
+                });
+            }
+            tally.add(&result);
+        });
+        if let Some(error) = write_error {
+            return Err(error);
+        }
+        println!("{}", tally.line(&scenario.scenario));
+        println!("  output: {}", out.join(&scenario.scenario.name).display());
+    }
+    if unexpected.is_empty() {
+        println!("all {total} runs as expected");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{} of {total} runs NOT as expected; replay with:", unexpected.len());
+        for command in &unexpected {
+            println!("  {command}");
+        }
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn describe_seeds(seeds: &[u64]) -> String {
+    match seeds {
+        [one] => one.to_string(),
+        [first, .., last] => format!("{first}..{last}"),
+        [] => "none".to_string(),
+    }
+}
+
+/// Writes history.json and summary.json of one seed.
+fn save(out: &Path, result: &SeedResult) -> Result<(), InputError> {
+    let SeedResult::Done { history, summary } = result else { return Ok(()) };
+    let dir = out.join(&summary.scenario).join(format!("seed-{}", summary.seed));
+    let io = |error, path: &Path| InputError::Io { path: path.display().to_string(), error };
+    std::fs::create_dir_all(&dir).map_err(|e| io(e, &dir))?;
+    let history_path = dir.join("history.json");
+    std::fs::write(&history_path, history.to_json()).map_err(|e| io(e, &history_path))?;
+    let summary_path = dir.join("summary.json");
+    std::fs::write(&summary_path, summary.to_json()).map_err(|e| io(e, &summary_path))?;
+    Ok(())
+}
+
+/// One line per seed: the verdicts and, where a property failed, its first finding.
+fn seed_line(result: &SeedResult) -> String {
+    match result {
+        SeedResult::Crashed { seed, message, replay } => {
+            format!("  seed {seed:>5}  CRASH     {message}  (replay: {replay})")
+        }
+        SeedResult::Done { summary, .. } => {
+            let status = if summary.as_expected { "ok      " } else { "MISMATCH" };
+            let verdicts: Vec<String> = summary
+                .outcomes
+                .iter()
+                .filter(|o| o.report.property != Property::DualOwnership.id())
+                .map(|o| {
+                    let mark = if o.as_expected { "" } else { "!" };
+                    format!("{}={}{mark}", o.report.property, o.report.verdict)
+                })
+                .collect();
+            let dual = summary
+                .outcomes
+                .iter()
+                .find(|o| o.report.property == Property::DualOwnership.id())
+                .map_or(0, |o| o.report.findings.len());
+            let first_violation = summary
+                .outcomes
+                .iter()
+                .filter(|o| o.report.verdict == Verdict::Fail)
+                .find_map(|o| o.report.findings.first())
+                .map(|finding| format!("  {}", finding.message))
+                .unwrap_or_else(|| rejected_writes(summary));
+            format!(
+                "  seed {:>5}  {status}  {}  dual-ownership intervals: {dual}{first_violation}",
+                summary.seed,
+                verdicts.join(" ")
+            )
+        }
+    }
+}
+
+/// For a passing run: how many stale writes fencing turned away, if any.
+fn rejected_writes(summary: &RunSummary) -> String {
+    summary
+        .outcomes
+        .iter()
+        .find(|o| o.report.property == Property::Fencing.id())
+        .filter(|o| o.report.verdict == Verdict::Pass && !o.report.summary.contains(" 0 rejected"))
+        .map(|o| format!("  {}", o.report.summary))
+        .unwrap_or_default()
+}
+
+/// Per-scenario counts for the summary line.
+#[derive(Default)]
+struct Tally {
+    seeds: usize,
+    as_expected: usize,
+    crashed: usize,
+    failed: std::collections::BTreeMap<String, usize>,
+    with_dual_ownership: usize,
+}
+
+impl Tally {
+    fn add(&mut self, result: &SeedResult) {
+        self.seeds += 1;
+        match result {
+            SeedResult::Crashed { .. } => self.crashed += 1,
+            SeedResult::Done { summary, .. } => {
+                self.as_expected += usize::from(summary.as_expected);
+                for outcome in &summary.outcomes {
+                    if outcome.report.verdict == Verdict::Fail {
+                        *self.failed.entry(outcome.report.property.clone()).or_default() += 1;
+                    }
+                }
+                let dual = summary.outcomes.iter().any(|o| {
+                    o.report.property == Property::DualOwnership.id() && !o.report.findings.is_empty()
+                });
+                self.with_dual_ownership += usize::from(dual);
+            }
+        }
+    }
+
+    fn line(&self, scenario: &coordsim_sim::scenario::Scenario) -> String {
+        let properties: Vec<String> = [Property::MutualExclusion, Property::Fencing]
+            .into_iter()
+            .map(|p| {
+                let failed = self.failed.get(p.id()).copied().unwrap_or(0);
+                format!("{} failed on {failed}/{} (expected {})", p.id(), self.seeds, scenario.expectation(p))
+            })
+            .collect();
+        let crashed = if self.crashed > 0 { format!(", {} CRASHED", self.crashed) } else { String::new() };
+        format!(
+            "{}: {}/{} seeds as expected{crashed}; {}; dual ownership seen on {}/{}",
+            scenario.name,
+            self.as_expected,
+            self.seeds,
+            properties.join(", "),
+            self.with_dual_ownership,
+            self.seeds
+        )
+    }
+}
+
+fn check(path: &Path) -> Result<ExitCode, InputError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
+    let history = History::from_json(&text).map_err(|error| InputError::Usage(format!("{}: {error}", path.display())))?;
+    println!("{} seed {} ({} entries)", history.scenario, history.seed, history.entries.len());
+    let mut failed = false;
+    for property in Property::ALL {
+        let report = property.check(&history);
+        failed |= report.verdict == Verdict::Fail;
+        println!("  {:<18} {:<7} {}", report.property, report.verdict, report.summary);
+        for finding in &report.findings {
+            println!("      {}", finding.message);
+        }
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn bench(arg: &str, seeds: u64) -> Result<ExitCode, InputError> {
+    let loaded = load::resolve(arg)?;
+    if seeds == 0 {
+        return Err(InputError::Usage("--seeds must be at least 1".into()));
+    }
+    let scenario = &loaded.scenario;
+    let mut simulate_s = 0.0f64;
+    let mut check_s = 0.0f64;
+    let mut entries = 0usize;
+    for seed in 1..=seeds {
+        let started = Instant::now();
+        let history = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .spawn_scoped(scope, || coordsim_sim::harness::run(scenario, seed))
+                .expect("the OS starts a thread")
+                .join()
+        })
+        .map_err(|_| InputError::Usage(format!("seed {seed} crashed; run `{}`", sweep::replay_command(arg, seed))))?;
+        simulate_s += started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let summary: RunSummary = sweep::evaluate(scenario, arg, &history);
+        check_s += started.elapsed().as_secs_f64();
+        entries += summary.entries;
+    }
+    let simulated_s = scenario.duration.0.as_secs_f64() * seeds as f64;
+    println!("{}: {seeds} seeds of {} simulated, one at a time (one core)", scenario.name, scenario.duration);
+    println!("  simulation: {simulate_s:.2} s wall, {:.2} seeds/s, {:.1} simulated s per wall s", seeds as f64 / simulate_s, simulated_s / simulate_s);
+    println!("  checkers:   {check_s:.4} s wall for {entries} history entries ({:.0} entries/s)", entries as f64 / check_s.max(1e-9));
+    if let Some(peak) = peak_rss_mb() {
+        println!("  peak RSS:   {peak:.1} MB");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Peak resident set size of this process (Linux), in MB.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}

@@ -1,0 +1,18 @@
+//! The scenario library, embedded in the binary so that `coordsim run <name>` works from any
+//! directory. The files live in `scenarios/library/`; a test keeps this list and the folder equal.
+
+/// (name, TOML text) of every library scenario, in listing order.
+pub const LIBRARY: &[(&str, &str)] = &[
+    ("split-brain-gc-pause", include_str!("../library/split-brain-gc-pause.toml")),
+    ("split-brain-gc-pause-fenced", include_str!("../library/split-brain-gc-pause-fenced.toml")),
+];
+
+/// The TOML text of the library scenario `name`.
+pub fn get(name: &str) -> Option<&'static str> {
+    LIBRARY.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+}
+
+/// Where a library scenario's file lives in the repository (for error messages and `list`).
+pub fn path_of(name: &str) -> String {
+    format!("scenarios/library/{name}.toml")
+}

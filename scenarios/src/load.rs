@@ -1,0 +1,184 @@
+//! Reading scenario files: parse, validate, and on bad input a one-line error that names the
+//! file, the line and the field.
+
+use std::path::Path;
+
+use coordsim_sim::scenario::Scenario;
+
+use crate::library;
+
+/// A scenario and where it came from.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub scenario: Scenario,
+    /// How the user named it: a library name or a path.
+    pub arg: String,
+    /// The file shown in messages.
+    pub source: String,
+}
+
+/// Bad input: printed as one line, exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// `file:line: field `x`: message`
+    #[error("{file}:{line}: {message}")]
+    Scenario { file: String, line: usize, message: String },
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
+    #[error("unknown scenario {name:?}: not a file, and not in the library ({known}); see `coordsim list`")]
+    Unknown { name: String, known: String },
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// Resolves a scenario argument: an existing path, or else a library name.
+pub fn resolve(arg: &str) -> Result<Loaded, InputError> {
+    let path = Path::new(arg);
+    if path.is_file() || arg.ends_with(".toml") || arg.contains('/') {
+        let text = std::fs::read_to_string(path).map_err(|error| InputError::Io { path: arg.to_string(), error })?;
+        let scenario = parse(arg, &text)?;
+        return Ok(Loaded { scenario, arg: arg.to_string(), source: arg.to_string() });
+    }
+    let Some(text) = library::get(arg) else {
+        let known: Vec<&str> = library::LIBRARY.iter().map(|(name, _)| *name).collect();
+        return Err(InputError::Unknown { name: arg.to_string(), known: known.join(", ") });
+    };
+    let source = library::path_of(arg);
+    let scenario = parse(&source, text)?;
+    Ok(Loaded { scenario, arg: arg.to_string(), source })
+}
+
+/// Parses and validates scenario `text`; `source` names the file in errors.
+pub fn parse(source: &str, text: &str) -> Result<Scenario, InputError> {
+    let scenario: Scenario = toml::from_str(text).map_err(|error| {
+        let line = error.span().map_or(1, |span| line_of(text, span.start));
+        let message = error.message().trim().replace('\n', " ");
+        let context = key_on_line(text, line).map(|key| format!("field `{key}`: ")).unwrap_or_default();
+        InputError::Scenario { file: source.to_string(), line, message: format!("{context}{message}") }
+    })?;
+    scenario.validate().map_err(|error| InputError::Scenario {
+        file: source.to_string(),
+        line: locate(text, &error.field).unwrap_or(1),
+        message: format!("field `{}`: {}", error.field, error.message),
+    })?;
+    Ok(scenario)
+}
+
+/// 1-based line of byte offset `offset`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The key assigned on line `line`, if that line is `key = ...`.
+fn key_on_line(text: &str, line: usize) -> Option<String> {
+    let content = text.lines().nth(line.checked_sub(1)?)?;
+    let (key, _) = content.split_once('=')?;
+    let key = key.trim();
+    (!key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')).then(|| key.to_string())
+}
+
+/// Finds the line of a field path like `clients.count`, `nemesis[1].target` or `name` in a
+/// scenario file (flat tables and arrays of tables, as scenario files are written).
+fn locate(text: &str, field: &str) -> Option<usize> {
+    let (table, key) = match field.rsplit_once('.') {
+        Some((table, key)) => (Some(table), key),
+        None => (None, field),
+    };
+    let (table_name, wanted_index) = match table {
+        Some(table) => match table.split_once('[') {
+            Some((name, index)) => (Some(name), index.trim_end_matches(']').parse::<usize>().ok()),
+            None => (Some(table), None),
+        },
+        None => (None, None),
+    };
+    let mut current: Option<String> = None;
+    let mut seen: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    let mut index_here = 0usize;
+    for (number, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if let Some(header) = trimmed.strip_prefix("[[").and_then(|h| h.strip_suffix("]]")) {
+            let count = seen.entry(header.trim().to_string()).or_insert(0);
+            index_here = *count;
+            *count += 1;
+            current = Some(header.trim().to_string());
+            continue;
+        }
+        if let Some(header) = trimmed.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            current = Some(header.trim().to_string());
+            index_here = 0;
+            continue;
+        }
+        let in_table = current.as_deref() == table_name && wanted_index.is_none_or(|i| i == index_here);
+        if in_table && key_on_line(text, number + 1).as_deref() == Some(key) {
+            return Some(number + 1);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = include_str!("../library/split-brain-gc-pause.toml");
+
+    fn error_of(text: &str) -> String {
+        parse("bad.toml", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn library_scenarios_parse() {
+        for (name, text) in library::LIBRARY {
+            let scenario = parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(&scenario.name, name, "a library scenario is named after its file");
+        }
+    }
+
+    #[test]
+    fn unknown_field_names_file_line_and_field() {
+        let text = GOOD.replace("writes_per_hold = 3", "writes_per_hold = 3\nburst = 2");
+        let error = error_of(&text);
+        let line = text.lines().position(|l| l.starts_with("burst")).unwrap() + 1;
+        assert!(error.starts_with(&format!("bad.toml:{line}: ")), "{error}");
+        assert!(error.contains("unknown field `burst`"), "{error}");
+        assert!(!error.contains('\n'), "one line: {error}");
+    }
+
+    #[test]
+    fn bad_duration_names_the_field() {
+        let text = GOOD.replace("ttl = \"5s\"", "ttl = \"5 parsecs\"");
+        let error = error_of(&text);
+        let line = text.lines().position(|l| l.starts_with("ttl")).unwrap() + 1;
+        assert!(error.starts_with(&format!("bad.toml:{line}: field `ttl`: invalid duration")), "{error}");
+    }
+
+    #[test]
+    fn missing_cluster_is_reported() {
+        let text = GOOD.replace("[cluster]\nservers = 3\n", "");
+        let error = error_of(&text);
+        assert!(error.starts_with("bad.toml:"), "{error}");
+        assert!(error.contains("missing field `cluster`"), "{error}");
+    }
+
+    #[test]
+    fn unknown_nemesis_target_points_at_its_line() {
+        let text = GOOD.replace("target = \"c1\"", "target = \"c9\"");
+        let error = error_of(&text);
+        let line = text.lines().position(|l| l.starts_with("target")).unwrap() + 1;
+        assert!(error.starts_with(&format!("bad.toml:{line}: field `nemesis[0].target`: unknown node \"c9\"")), "{error}");
+    }
+
+    #[test]
+    fn out_of_range_values_are_rejected() {
+        let error = error_of(&GOOD.replace("servers = 3", "servers = 0"));
+        assert!(error.contains("field `cluster.servers`"), "{error}");
+        let error = error_of(&GOOD.replace("count = 2", "count = 1000"));
+        assert!(error.contains("field `clients.count`"), "{error}");
+    }
+
+    #[test]
+    fn unknown_library_name_lists_the_library() {
+        let error = resolve("no-such-scenario").unwrap_err().to_string();
+        assert!(error.contains("split-brain-gc-pause"), "{error}");
+    }
+}

@@ -1,0 +1,122 @@
+//! Running seeds: each seed in a fresh madsim runtime on a fresh OS thread (madsim keys some
+//! state per thread, so reusing a thread would break determinism), `jobs` at a time; then the
+//! checkers and the comparison with the scenario's expectations.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use coordsim_checker::history::History;
+use coordsim_checker::properties::Property;
+use coordsim_reports::{Outcome, RunSummary, SUMMARY_SCHEMA};
+use coordsim_sim::harness;
+use coordsim_sim::scenario::Scenario;
+
+/// What one seed produced.
+#[derive(Debug)]
+pub enum SeedResult {
+    Done { history: History, summary: RunSummary },
+    /// The simulation panicked: an invariant of the service or the harness broke (a bug in
+    /// coordsim), or the simulator itself failed.
+    Crashed { seed: u64, message: String, replay: String },
+}
+
+impl SeedResult {
+    pub fn seed(&self) -> u64 {
+        match self {
+            SeedResult::Done { summary, .. } => summary.seed,
+            SeedResult::Crashed { seed, .. } => *seed,
+        }
+    }
+
+    pub fn as_expected(&self) -> bool {
+        matches!(self, SeedResult::Done { summary, .. } if summary.as_expected)
+    }
+}
+
+/// The command that replays `seed` of the scenario the user named `arg`.
+pub fn replay_command(arg: &str, seed: u64) -> String {
+    format!("cargo coordsim run {arg} --seed {seed}")
+}
+
+/// Runs the checkers on a history and compares each verdict with the scenario's expectation.
+pub fn evaluate(scenario: &Scenario, arg: &str, history: &History) -> RunSummary {
+    let outcomes: Vec<Outcome> = Property::ALL
+        .into_iter()
+        .map(|property| {
+            let report = property.check(history);
+            let expected = scenario.expectation(property);
+            Outcome { as_expected: expected.matches(report.verdict), expected: expected.to_string(), report }
+        })
+        .collect();
+    RunSummary {
+        schema: SUMMARY_SCHEMA.to_string(),
+        scenario: scenario.name.clone(),
+        seed: history.seed,
+        duration_ns: history.duration_ns,
+        entries: history.entries.len(),
+        as_expected: outcomes.iter().all(|o| o.as_expected),
+        outcomes,
+        replay: replay_command(arg, history.seed),
+    }
+}
+
+/// Runs one seed on a fresh thread and checks it.
+pub fn run_seed(scenario: &Scenario, arg: &str, seed: u64) -> SeedResult {
+    let owned = scenario.clone();
+    let thread = std::thread::Builder::new()
+        .name(format!("{}-seed-{seed}", scenario.name))
+        .spawn(move || std::panic::catch_unwind(AssertUnwindSafe(|| harness::run(&owned, seed))))
+        .expect("the OS starts a thread");
+    match thread.join() {
+        Ok(Ok(history)) => {
+            let summary = evaluate(scenario, arg, &history);
+            SeedResult::Done { history, summary }
+        }
+        Ok(Err(panic)) | Err(panic) => {
+            SeedResult::Crashed { seed, message: panic_message(&panic), replay: replay_command(arg, seed) }
+        }
+    }
+}
+
+/// Runs `seeds` with up to `jobs` at once; `report` sees each result in seed-list order.
+pub fn run_seeds(scenario: &Scenario, arg: &str, seeds: &[u64], jobs: usize, mut report: impl FnMut(SeedResult)) {
+    let next = AtomicUsize::new(0);
+    let (sender, receiver) = mpsc::channel::<(usize, SeedResult)>();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1).min(seeds.len().max(1)) {
+            let sender = sender.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let index = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(&seed) = seeds.get(index) else { break };
+                    if sender.send((index, run_seed(scenario, arg, seed))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        // Print in seed order whatever order the workers finish in.
+        let mut pending = std::collections::BTreeMap::new();
+        let mut next_to_report = 0;
+        for (index, result) in receiver {
+            pending.insert(index, result);
+            while let Some(result) = pending.remove(&next_to_report) {
+                report(result);
+                next_to_report += 1;
+            }
+        }
+    });
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(message) = panic.downcast_ref::<&str>() {
+        message.to_string()
+    } else if let Some(message) = panic.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "panic with a non-string payload".to_string()
+    }
+}
