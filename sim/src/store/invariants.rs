@@ -4,7 +4,7 @@
 //! After every write `apply` checks what the write touched (cheap: O(touched keys · log n));
 //! debug builds then walk the whole state with [`Store::check_invariants`].
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use super::mvcc::KeyHistory;
 use super::{KeyValue, LeaseId, Revision, Store};
@@ -13,17 +13,10 @@ impl Store {
     /// Walk the whole state and panic on the first broken invariant.
     pub fn check_invariants(&self) {
         self.check_revisions();
-        let mut subs_by_revision: BTreeMap<Revision, Vec<u32>> = BTreeMap::new();
         for (key, history) in self.kv.histories() {
             self.check_history(key, history);
-            for change in &history.changes {
-                subs_by_revision
-                    .entry(change.revision)
-                    .or_default()
-                    .push(change.sub);
-            }
         }
-        self.check_revisions_complete(subs_by_revision);
+        self.check_log();
         self.check_key_leases();
         self.check_lease_keys();
     }
@@ -180,23 +173,54 @@ impl Store {
         }
     }
 
-    /// Every revision after the compact revision that a write made has all its changes, each
-    /// numbered once: a gap here is a lost watch event.
-    fn check_revisions_complete(&self, subs_by_revision: BTreeMap<Revision, Vec<u32>>) {
-        let first = self.compact_revision().max(2);
-        for revision in first..=self.revision() {
-            let subs = subs_by_revision.get(&revision);
-            let Some(subs) = subs else {
-                panic!("revision {revision} has no changes left: its events are lost");
-            };
-            let mut sorted = subs.clone();
-            sorted.sort_unstable();
-            let expected: Vec<u32> = (0..sorted.len() as u32).collect();
-            assert_eq!(
-                sorted, expected,
-                "revision {revision}: change numbers are not 0..n each once"
+    /// The log lists exactly the changes at or above the compact revision, in revision
+    /// order, each key at most once per revision, and every revision a write made since the
+    /// compact revision: a gap here is a lost watch event.
+    fn check_log(&self) {
+        let compact = self.compact_revision();
+        let log = self.kv.log();
+        let mut next = compact.max(2);
+        let mut keys_of_revision: BTreeSet<&str> = BTreeSet::new();
+        for (index, logged) in log.iter().enumerate() {
+            let (revision, key) = (logged.revision, logged.key.as_str());
+            let starts_revision = index == 0 || log[index - 1].revision != revision;
+            if starts_revision {
+                assert!(
+                    revision >= next,
+                    "log out of order or below the compact revision {compact}: revision \
+                     {revision} where {next} or later was due"
+                );
+                assert!(
+                    revision <= next,
+                    "revision {next} has no changes left: its events are lost"
+                );
+                next += 1;
+                keys_of_revision.clear();
+            }
+            assert!(
+                keys_of_revision.insert(key),
+                "key {key:?} logged twice at revision {revision}"
+            );
+            let found = self.kv.history(key).and_then(|h| h.position(revision));
+            assert!(
+                found.is_some(),
+                "logged change of {key:?} at revision {revision} is missing from its history"
             );
         }
+        assert!(
+            next > self.revision(),
+            "revision {next} has no changes left: its events are lost"
+        );
+        let retained: usize = self
+            .kv
+            .histories()
+            .map(|(_, h)| h.changes.iter().filter(|c| c.revision >= compact).count())
+            .sum();
+        assert_eq!(
+            log.len(),
+            retained,
+            "the log and the key histories disagree on the changes since revision {compact}"
+        );
     }
 
     /// Every live key attached to a lease is listed by that lease.

@@ -2,13 +2,15 @@
 //! a past revision and a watch from a past revision see exactly what was there.
 //!
 //! etcd keeps a B-tree of keys, each with "generations" of revisions, plus the values in
-//! bbolt keyed by revision. Here the two are one structure: per key, the list of its changes
-//! in revision order, each holding the key-value it produced (or a tombstone).
+//! bbolt keyed by revision. Here: per key, the list of its changes in revision order, each
+//! holding the key-value it produced (or a tombstone); plus a log of which key changed, in
+//! the order the changes were made. Reads go through the keys, watches through the log.
 //!
 //! Retention after `compact(c)` (see [`KeySpace::compact`]): every change at revision `>= c`,
 //! plus, per key, the newest change below `c` when it is a put. That one extra put is what a
 //! read at `c` needs when the key did not change at `c`, and what the `prev_kv` of a change at
-//! exactly `c` needs. Tombstones below `c` carry nothing a reader at `>= c` can observe.
+//! exactly `c` needs. Tombstones below `c` carry nothing a reader at `>= c` can observe. The
+//! log keeps exactly the changes at `>= c`: a watch may not start below `c`.
 
 use std::collections::BTreeMap;
 
@@ -22,12 +24,17 @@ use super::{Event, EventKind, KeyRange, KeyValue, Revision};
 pub(super) struct Change {
     /// The revision of the write request that made the change.
     pub revision: Revision,
-    /// The position of this change among the changes of its revision (etcd's `revision.sub`):
-    /// a transaction or a lease revoke changes several keys in one revision, and watchers
-    /// see them in the order they were applied.
-    pub sub: u32,
     /// The key-value after the change; `None` is a tombstone (the key was deleted).
     pub kv: Option<KeyValue>,
+}
+
+/// One entry of the change log: `key` changed at `revision`. Entries of one revision are in
+/// the order the changes were applied (etcd's `revision.sub`): a transaction or a lease
+/// revoke changes several keys in one revision, and watchers see them in that order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Logged {
+    pub revision: Revision,
+    pub key: String,
 }
 
 /// Every retained change of one key, in increasing revision order. A key changes at most
@@ -48,17 +55,33 @@ impl KeyHistory {
     pub fn latest(&self) -> Option<&KeyValue> {
         self.changes.last().and_then(|c| c.kv.as_ref())
     }
+
+    /// The position of the change made at exactly `revision`.
+    pub fn position(&self, revision: Revision) -> Option<usize> {
+        self.changes
+            .binary_search_by_key(&revision, |c| c.revision)
+            .ok()
+    }
 }
 
-/// The key space: each key's history, by key.
+/// The key space: each key's history, by key, and the log of changes in the order made.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct KeySpace {
     keys: BTreeMap<String, KeyHistory>,
+    log: Vec<Logged>,
 }
 
 impl KeySpace {
     pub fn histories(&self) -> impl Iterator<Item = (&String, &KeyHistory)> {
         self.keys.iter()
+    }
+
+    pub fn history(&self, key: &str) -> Option<&KeyHistory> {
+        self.keys.get(key)
+    }
+
+    pub fn log(&self) -> &[Logged] {
+        &self.log
     }
 
     /// The key-value of `key` after its newest change.
@@ -77,9 +100,9 @@ impl KeySpace {
         select(&self.keys, range).filter_map(move |(_, history)| history.at(revision))
     }
 
-    /// Append a change to `key`'s history. The caller guarantees `(revision, sub)` is newer
-    /// than anything recorded before; checked here because a reordered history would make
-    /// every later read silently wrong.
+    /// Append a change to `key`'s history and to the log. The caller guarantees no change
+    /// of a later revision was recorded before, and at most one change per key per revision;
+    /// checked here because a reordered history would make every later read silently wrong.
     pub fn record(&mut self, key: &str, change: Change) {
         let history = match self.keys.get_mut(key) {
             Some(history) => history,
@@ -93,6 +116,18 @@ impl KeySpace {
                 last.revision
             );
         }
+        if let Some(last) = self.log.last() {
+            assert!(
+                last.revision <= change.revision,
+                "change at revision {} logged after one at revision {}",
+                change.revision,
+                last.revision
+            );
+        }
+        self.log.push(Logged {
+            revision: change.revision,
+            key: key.to_owned(),
+        });
         history.changes.push(change);
     }
 
@@ -110,29 +145,33 @@ impl KeySpace {
             history.changes.drain(..drop);
             !history.changes.is_empty()
         });
+        let first_kept = self.log.partition_point(|l| l.revision < revision);
+        self.log.drain(..first_kept);
     }
 
-    /// Every change to a key in `range` at revision `>= from`, as watch events in (revision,
-    /// sub) order. Cost: a binary search per key in the range, then a sort of the events.
+    /// Every change to a key in `range` at revision `>= from`, as watch events in the order
+    /// the changes were made. Cost: a binary search in the log, then per change since `from`
+    /// a range test and a binary search in its key's history, like etcd's catch-up of an
+    /// unsynced watcher. A long-poll from the next revision so costs next to nothing.
     /// The caller checks `from` against the compact revision.
     pub fn events(&self, range: &KeyRange, from: Revision, prev_kv: bool) -> Vec<Event> {
-        let mut events: Vec<(Revision, u32, Event)> = Vec::new();
-        for (key, history) in select(&self.keys, range) {
-            let first = history.changes.partition_point(|c| c.revision < from);
-            for index in first..history.changes.len() {
-                let change = &history.changes[index];
-                // The previous change in the history is the state at `revision - 1`: nothing
-                // in between touched the key. Retention keeps it whenever it was a put.
-                let prev = match (prev_kv, index) {
-                    (false, _) | (true, 0) => None,
-                    (true, _) => history.changes[index - 1].kv.clone(),
-                };
-                events.push((change.revision, change.sub, event_of(key, change, prev)));
-            }
-        }
-        // (revision, sub) is unique across the whole store, so the order is total.
-        events.sort_unstable_by_key(|(revision, sub, _)| (*revision, *sub));
-        events.into_iter().map(|(_, _, event)| event).collect()
+        let first = self.log.partition_point(|l| l.revision < from);
+        let watched = self.log[first..].iter().filter(|l| range.contains(&l.key));
+        watched.map(|l| self.event(l, prev_kv)).collect()
+    }
+
+    fn event(&self, logged: &Logged, prev_kv: bool) -> Event {
+        let history = &self.keys[&logged.key];
+        let position = history
+            .position(logged.revision)
+            .expect("a logged change is in its key's history");
+        // The previous change in the history is the state at `revision - 1`: nothing in
+        // between touched the key. Retention keeps it whenever it was a put.
+        let prev = match (prev_kv, position) {
+            (false, _) | (true, 0) => None,
+            (true, _) => history.changes[position - 1].kv.clone(),
+        };
+        event_of(&logged.key, &history.changes[position], prev)
     }
 }
 

@@ -23,7 +23,7 @@ pub(super) struct Writer<'s> {
     leases: &'s mut LeaseTable,
     /// The store revision before this request.
     base: Revision,
-    /// Changes recorded so far; also the `sub` of the next one.
+    /// Changes recorded so far.
     changes: u32,
     /// Each changed key with the lease it had before the change, for the post-write checks.
     touched: Vec<(String, LeaseId)>,
@@ -171,7 +171,6 @@ impl<'s> Writer<'s> {
     fn record(&mut self, key: &str, kv: Option<KeyValue>, prev_lease: LeaseId) {
         let change = Change {
             revision: self.pending(),
-            sub: self.changes,
             kv,
         };
         self.kv.record(key, change);
