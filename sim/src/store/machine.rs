@@ -61,7 +61,25 @@ impl Store {
     }
 
     /// Apply one committed log entry. Deterministic: the same state and command give the
-    /// same new state and response on every server.
+    /// same new state and response on every server. A rejected command answers
+    /// `CommandResponse::Error` and leaves the store exactly as it was.
+    ///
+    /// A write that changes the key space makes exactly one new revision, however many keys
+    /// it touches; one that changes nothing (a delete matching nothing, a txn that only
+    /// reads, a revoke of a lease without keys) makes none, and neither does a lease grant.
+    ///
+    /// Transactions (etcd `Txn`, with our choices where etcd leaves room):
+    /// - every compare, nested ones included, reads the state before the transaction
+    ///   (etcd `compareToPath`);
+    /// - the chosen ops run in order; a range at revision 0 sees the earlier writes of the
+    ///   same transaction, a range at an explicit revision reads committed history only;
+    /// - each op response's header is the revision visible after that op (the new revision
+    ///   once the transaction has written something), the txn header the revision after it;
+    /// - two puts of one key, or a put and a delete covering it, in any execution the
+    ///   transaction could take, reject it with `DuplicateKey` naming the smallest such key
+    ///   (etcd `checkIntervals`; two overlapping deletes are allowed, as in etcd);
+    /// - an unknown lease in a put, or an unreadable revision in a range, on the branches
+    ///   that will run, rejects the whole transaction.
     pub fn apply(&mut self, cmd: &Command) -> CommandResponse {
         let result = match cmd {
             Command::Put(req) => self.put(req).map(CommandResponse::Put),
@@ -135,9 +153,8 @@ impl Store {
         Ok(self.write(|writer| writer.delete_range(req)))
     }
 
-    /// etcd Txn semantics; see [`txn_check::plan`] for what is checked and decided before
-    /// the first op runs, and `Writer::txn` for what a range inside the transaction sees.
-    /// Header: the revision after the transaction.
+    /// See [`Store::apply`] for the rules; [`txn_check::plan`] checks the request and
+    /// decides its branches before anything changes, `Writer::txn` runs them.
     fn txn(&mut self, req: &TxnRequest) -> Result<TxnResponse, StoreError> {
         let plan = txn_check::plan(req, &self.kv, &self.leases, self.readable())?;
         Ok(self.write(|writer| writer.txn(req, &plan)))
