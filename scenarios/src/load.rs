@@ -127,6 +127,21 @@ mod tests {
     }
 
     #[test]
+    fn library_lists_every_file_of_the_library_folder() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("library");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".toml"))
+            .map(|name| name.trim_end_matches(".toml").to_string())
+            .collect();
+        files.sort();
+        let mut listed: Vec<String> = library::LIBRARY.iter().map(|(name, _)| name.to_string()).collect();
+        listed.sort();
+        assert_eq!(files, listed);
+    }
+
+    #[test]
     fn library_scenarios_parse() {
         for (name, text) in library::LIBRARY {
             let scenario = parse(name, text).unwrap_or_else(|e| panic!("{e}"));

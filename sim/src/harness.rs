@@ -29,7 +29,7 @@ pub const RESOURCE: &str = "resource";
 /// Runs `scenario` with `seed`. The scenario must have passed `Scenario::validate`.
 pub fn run(scenario: &Scenario, seed: u64) -> History {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
-    runtime.block_on(simulate(scenario.clone(), seed))
+    runtime.block_on(simulate(scenario.clone()))
 }
 
 fn server_addr(id: u64) -> SocketAddr {
@@ -44,8 +44,11 @@ fn resource_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 2, 1)), RESOURCE_PORT)
 }
 
-async fn simulate(scenario: Scenario, seed: u64) -> History {
+/// The body of one run, inside a madsim runtime (whose seed it records). Public for madsim's
+/// `Runtime::check_determinism`, which runs it twice and compares every random draw.
+pub async fn simulate(scenario: Scenario) -> History {
     let handle = Handle::current();
+    let seed = handle.seed();
     let epoch = Instant::now();
     let recorder = Recorder::new(&scenario.name, seed, epoch);
     let mut nodes = BTreeMap::new();

@@ -91,8 +91,8 @@ async fn hold(
 ) -> HoldEnd {
     let gap = plan.hold / plan.writes_per_hold;
     for i in 0..plan.writes_per_hold {
-        if i > 0 {
-            client.clock().sleep(gap).await;
+        if i > 0 && !work_or_session_end(client, session, gap).await {
+            return HoldEnd::SessionEnded;
         }
         // The client acts on its belief: it checks its session, as an application would, but
         // cannot know of an expiry the keepalive loop has not yet seen.
@@ -105,8 +105,18 @@ async fn hold(
             return HoldEnd::Rejected;
         }
     }
-    client.clock().sleep(gap).await;
-    if session.ended().is_some() { HoldEnd::SessionEnded } else { HoldEnd::Release }
+    if work_or_session_end(client, session, gap).await { HoldEnd::Release } else { HoldEnd::SessionEnded }
+}
+
+/// Works (sleeps) for `duration` while watching the session, as an application that selects on
+/// its session's end would. False if the session ended first.
+async fn work_or_session_end(client: &Client, session: &Session, duration: Duration) -> bool {
+    let work = std::pin::pin!(client.clock().sleep(duration));
+    let end = std::pin::pin!(session.wait_end());
+    match futures::future::select(work, end).await {
+        futures::future::Either::Left(((), _)) => session.ended().is_none(),
+        futures::future::Either::Right(_) => false,
+    }
 }
 
 /// One recorded write to the resource: `Some(accepted)`, or `None` when the reply was lost.
