@@ -1,1 +1,6 @@
-//! placeholder
+//! coordsim-checker: the history format and every checker. Pure and synchronous: it reads
+//! histories and never calls the service's code.
+
+pub mod history;
+pub mod properties;
+pub mod verdict;

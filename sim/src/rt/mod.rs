@@ -114,3 +114,19 @@ impl AsyncRuntime for MadsimRuntime {
         async move { Ok(f()) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use openraft_rt::AsyncRuntime;
+    use openraft_rt::testing::Suite;
+
+    use super::MadsimRuntime;
+
+    /// openraft-rt's conformance suite for runtime implementations: spawn, sleep, timeouts,
+    /// biased selects, mpsc, oneshot, watch and mutex semantics, run inside a simulation.
+    #[test]
+    fn madsim_runtime_passes_openraft_conformance_suite() {
+        let mut runtime = MadsimRuntime::new(1);
+        Suite::<MadsimRuntime>::test_all_on(&mut runtime);
+    }
+}
