@@ -2,5 +2,7 @@
 //! histories and never calls the service's code.
 
 pub mod history;
+pub mod import;
+pub mod linearizability;
 pub mod properties;
 pub mod verdict;

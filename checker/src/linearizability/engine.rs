@@ -1,0 +1,225 @@
+//! The search for one partition: Wing & Gong's backtracking with Lowe's cache.
+//!
+//! State of the search: the entry list (operations not yet linearized), the set of linearized
+//! operations, the model state, and a stack of (call entry, state before it) for undoing. From the
+//! first entry of the list:
+//! - a call: try the operation in the current state. If the model accepts it and the resulting
+//!   (set, state) pair is new, linearize it (push, unlink its entries) and restart from the head;
+//!   otherwise move on to the next entry.
+//! - a return: the operation it belongs to had to be linearized before anything that comes after
+//!   it, and every candidate before it has been tried, so undo the latest step and go on with the
+//!   entry after the undone call.
+//!
+//! The list empties exactly when every operation is linearized: success. Undoing with an empty stack
+//! means every order was tried: illegal. Every step enters a (set, state) pair that was never
+//! entered before, so the search ends after at most (pairs) steps.
+
+use super::bitset::Bitset;
+use super::budget::{Meter, Stop};
+use super::cache::{Cache, StateId};
+use super::entries::{END, Entries, Event, EventKind, NodeId};
+use super::model::Model;
+use super::operation::Operation;
+use super::symmetry::{self, NO_TWIN};
+use super::verdict::UnknownReason;
+
+pub(crate) enum Outcome {
+    Linearizable,
+    /// The longest linearization found, as indices into the partition's operations.
+    Illegal {
+        longest_prefix: Vec<u32>,
+    },
+    Stopped(Stop),
+}
+
+/// Builds the entry list of a partition: one call and one return per operation.
+pub(crate) fn entries_of<I, O>(ops: &[&Operation<I, O>]) -> Entries {
+    let mut events = Vec::with_capacity(ops.len() * 2);
+    for (index, op) in ops.iter().enumerate() {
+        let index = u32::try_from(index).expect("partition size checked by the caller");
+        events.push(Event {
+            time_ns: op.call_ns,
+            kind: EventKind::Call,
+            op_id: op.id,
+            op: index,
+        });
+        events.push(Event {
+            time_ns: op.effective_return_ns(),
+            kind: EventKind::Return,
+            op_id: op.id,
+            op: index,
+        });
+    }
+    Entries::new(&mut events)
+}
+
+pub(crate) fn search<M: Model>(
+    model: &M,
+    ops: &[&Operation<M::Input, M::Output>],
+    meter: &mut Meter<'_>,
+) -> Outcome {
+    let mut search = Search::new(model, ops);
+    let mut node = search.entries.first();
+    while !search.entries.is_empty() {
+        if let Err(stop) = meter.tick() {
+            return Outcome::Stopped(stop);
+        }
+        debug_assert_ne!(node, END, "the list always ends with a return");
+        if !search.entries.is_call(node) {
+            match search.backtrack() {
+                Some(next) => node = next,
+                None => {
+                    return Outcome::Illegal {
+                        longest_prefix: search.longest.ops,
+                    };
+                }
+            }
+            continue;
+        }
+        node = match search.try_linearize(node) {
+            Ok(true) => {
+                if let Err(stop) = meter.hold(search.bytes()) {
+                    return Outcome::Stopped(stop);
+                }
+                search.entries.first()
+            }
+            Ok(false) => search.entries.next(node),
+            Err(stop) => return Outcome::Stopped(stop),
+        };
+    }
+    Outcome::Linearizable
+}
+
+/// Everything the search of one partition keeps.
+struct Search<'a, M: Model> {
+    model: &'a M,
+    ops: &'a [&'a Operation<M::Input, M::Output>],
+    entries: Entries,
+    cache: Cache<M::State>,
+    linearized: Bitset,
+    state: M::State,
+    state_id: StateId,
+    /// Heap owned by the interned states, for the memory estimate.
+    states_heap_bytes: usize,
+    undo: Vec<Undo<M::State>>,
+    longest: LongestPrefix,
+    twin: Vec<u32>,
+}
+
+/// What undoing one step restores.
+struct Undo<S> {
+    call: NodeId,
+    state: S,
+    state_id: StateId,
+}
+
+impl<'a, M: Model> Search<'a, M> {
+    fn new(model: &'a M, ops: &'a [&'a Operation<M::Input, M::Output>]) -> Self {
+        let mut cache = Cache::new(ops.len());
+        let state = model.init();
+        let Ok((state_id, _)) = cache.intern(&state) else {
+            unreachable!("an empty cache has room for one state");
+        };
+        Search {
+            model,
+            ops,
+            entries: entries_of(ops),
+            cache,
+            linearized: Bitset::new(ops.len()),
+            states_heap_bytes: model.state_heap_bytes(&state),
+            state,
+            state_id,
+            undo: Vec::with_capacity(ops.len()),
+            longest: LongestPrefix::default(),
+            twin: symmetry::twins(ops),
+        }
+    }
+
+    /// Linearizes the operation of call entry `node` next, if the model accepts it here and that
+    /// leads to a (set, state) pair never entered before. Returns whether it did.
+    fn try_linearize(&mut self, node: NodeId) -> Result<bool, Stop> {
+        let op_index = self.entries.op(node) as usize;
+        // Interchangeable with an earlier candidate that is still waiting: that one goes first.
+        let twin = self.twin[op_index];
+        if twin != NO_TWIN && !self.linearized.contains(twin as usize) {
+            return Ok(false);
+        }
+        let op = self.ops[op_index];
+        let Some(next_state) = self.model.step(&self.state, &op.input, op.output.as_ref()) else {
+            return Ok(false);
+        };
+        let next_id = self.intern(&next_state)?;
+        self.linearized.insert(op_index);
+        let new = self
+            .cache
+            .insert(&self.linearized, next_id)
+            .map_err(|_| OUT_OF_MEMORY)?;
+        if !new {
+            self.linearized.remove(op_index);
+            return Ok(false);
+        }
+        self.undo.push(Undo {
+            call: node,
+            state: std::mem::replace(&mut self.state, next_state),
+            state_id: std::mem::replace(&mut self.state_id, next_id),
+        });
+        self.longest.on_push(&self.undo, &self.entries);
+        self.entries.lift(node);
+        Ok(true)
+    }
+
+    fn intern(&mut self, next_state: &M::State) -> Result<StateId, Stop> {
+        // Many steps (reads) leave the state as it was: skip the interner for them.
+        if *next_state == self.state {
+            return Ok(self.state_id);
+        }
+        let (id, new) = self.cache.intern(next_state).map_err(|_| OUT_OF_MEMORY)?;
+        if new {
+            self.states_heap_bytes += self.model.state_heap_bytes(next_state);
+        }
+        Ok(id)
+    }
+
+    /// Undoes the latest step; returns the entry to go on from, or `None` if nothing is left to
+    /// undo (every order has been tried).
+    fn backtrack(&mut self) -> Option<NodeId> {
+        let step = self.undo.pop()?;
+        self.longest.on_pop(self.undo.len());
+        self.state = step.state;
+        self.state_id = step.state_id;
+        self.linearized.remove(self.entries.op(step.call) as usize);
+        self.entries.unlift(step.call);
+        Some(self.entries.next(step.call))
+    }
+
+    fn bytes(&self) -> usize {
+        self.cache.bytes() + self.states_heap_bytes
+    }
+}
+
+const OUT_OF_MEMORY: Stop = Stop::Limit(UnknownReason::MemoryLimit);
+
+/// The deepest undo stack seen, as operation indices, maintained in amortised O(1) per step:
+/// `common` is how many bottom entries of the current stack are known to equal `ops`, so a new
+/// record copies only the entries pushed since the stack last dipped below that mark.
+#[derive(Default)]
+struct LongestPrefix {
+    ops: Vec<u32>,
+    common: usize,
+}
+
+impl LongestPrefix {
+    fn on_pop(&mut self, depth: usize) {
+        self.common = self.common.min(depth);
+    }
+
+    fn on_push<S>(&mut self, undo: &[Undo<S>], entries: &Entries) {
+        if undo.len() <= self.ops.len() {
+            return;
+        }
+        self.ops.truncate(self.common);
+        self.ops
+            .extend(undo[self.common..].iter().map(|step| entries.op(step.call)));
+        self.common = undo.len();
+    }
+}
