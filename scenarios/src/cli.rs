@@ -5,20 +5,24 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
-use coordsim_checker::history::History;
 use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::Verdict;
 use coordsim_reports::RunSummary;
 
-use crate::load::{self, InputError, Loaded};
+use crate::check;
 use crate::library;
+use crate::load::{self, InputError, Loaded};
 use crate::sweep::{self, SeedResult};
 
 /// Largest number of seeds one `run` accepts.
 const SEEDS_MAX: u64 = 1_000_000;
 
 #[derive(Parser, Debug)]
-#[command(name = "coordsim", version, about = "Deterministic simulation and correctness testbed for distributed coordination")]
+#[command(
+    name = "coordsim",
+    version,
+    about = "Deterministic simulation and correctness testbed for distributed coordination"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -46,9 +50,18 @@ enum Command {
         #[arg(long)]
         jobs: Option<usize>,
     },
-    /// Re-run the checkers on a recorded history.json.
+    /// Check a recorded history: a coordsim history.json (safety properties), a Jepsen etcd log
+    /// or a Jepsen EDN history (linearizability). Exit 0 valid, 1 violated, 3 unknown, 2 bad input.
     Check {
         history: PathBuf,
+        #[arg(long, value_enum, default_value = "auto")]
+        format: check::Format,
+        /// Model for Jepsen histories (default: register).
+        #[arg(long, value_enum)]
+        model: Option<check::ModelName>,
+        /// Time limit of the linearizability search; past it the verdict is unknown.
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        timeout: std::time::Duration,
     },
     /// Measure simulation speed on one core: seeds per second and simulated seconds per wall second.
     Bench {
@@ -60,17 +73,34 @@ enum Command {
 }
 
 fn parse_seed_range(text: &str) -> Result<(u64, u64), String> {
-    let (a, b) = text.split_once("..").ok_or_else(|| format!("{text:?} is not a range like 1..50"))?;
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?} is not a range like 1..50"))?;
     let b = b.strip_prefix('=').unwrap_or(b);
-    let a: u64 = a.trim().parse().map_err(|_| format!("{a:?} is not a seed number"))?;
-    let b: u64 = b.trim().parse().map_err(|_| format!("{b:?} is not a seed number"))?;
+    let a: u64 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("{a:?} is not a seed number"))?;
+    let b: u64 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("{b:?} is not a seed number"))?;
     if a > b {
-        return Err(format!("empty range {text:?}: the first seed is after the last"));
+        return Err(format!(
+            "empty range {text:?}: the first seed is after the last"
+        ));
     }
     if b - a >= SEEDS_MAX {
-        return Err(format!("{} seeds is more than the limit of {SEEDS_MAX}", b - a + 1));
+        return Err(format!(
+            "{} seeds is more than the limit of {SEEDS_MAX}",
+            b - a + 1
+        ));
     }
     Ok((a, b))
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    coordsim_sim::scenario::Dur::parse(text).map(|d| d.0)
 }
 
 /// Runs the parsed command line; the exit code follows ARCHITECTURE.md: 0 = every verdict as
@@ -78,8 +108,19 @@ fn parse_seed_range(text: &str) -> Result<(u64, u64), String> {
 pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::List => Ok(list()),
-        Command::Run { scenarios, seed, seeds, out, jobs } => run(&scenarios, seed, seeds, &out, jobs),
-        Command::Check { history } => check(&history),
+        Command::Run {
+            scenarios,
+            seed,
+            seeds,
+            out,
+            jobs,
+        } => run(&scenarios, seed, seeds, &out, jobs),
+        Command::Check {
+            history,
+            format,
+            model,
+            timeout,
+        } => check::run(&history, format, model, timeout),
         Command::Bench { scenario, seeds } => bench(&scenario, seeds),
     };
     match result {
@@ -169,7 +210,10 @@ fn run(
         println!("all {total} runs as expected");
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("{} of {total} runs NOT as expected; replay with:", unexpected.len());
+        println!(
+            "{} of {total} runs NOT as expected; replay with:",
+            unexpected.len()
+        );
         for command in &unexpected {
             println!("  {command}");
         }
@@ -187,9 +231,16 @@ fn describe_seeds(seeds: &[u64]) -> String {
 
 /// Writes history.json and summary.json of one seed.
 fn save(out: &Path, result: &SeedResult) -> Result<(), InputError> {
-    let SeedResult::Done { history, summary } = result else { return Ok(()) };
-    let dir = out.join(&summary.scenario).join(format!("seed-{}", summary.seed));
-    let io = |error, path: &Path| InputError::Io { path: path.display().to_string(), error };
+    let SeedResult::Done { history, summary } = result else {
+        return Ok(());
+    };
+    let dir = out
+        .join(&summary.scenario)
+        .join(format!("seed-{}", summary.seed));
+    let io = |error, path: &Path| InputError::Io {
+        path: path.display().to_string(),
+        error,
+    };
     std::fs::create_dir_all(&dir).map_err(|e| io(e, &dir))?;
     let history_path = dir.join("history.json");
     std::fs::write(&history_path, history.to_json()).map_err(|e| io(e, &history_path))?;
@@ -201,11 +252,19 @@ fn save(out: &Path, result: &SeedResult) -> Result<(), InputError> {
 /// One line per seed: the verdicts and, where a property failed, its first finding.
 fn seed_line(result: &SeedResult) -> String {
     match result {
-        SeedResult::Crashed { seed, message, replay } => {
+        SeedResult::Crashed {
+            seed,
+            message,
+            replay,
+        } => {
             format!("  seed {seed:>5}  CRASH     {message}  (replay: {replay})")
         }
         SeedResult::Done { summary, .. } => {
-            let status = if summary.as_expected { "ok      " } else { "MISMATCH" };
+            let status = if summary.as_expected {
+                "ok      "
+            } else {
+                "MISMATCH"
+            };
             let verdicts: Vec<String> = summary
                 .outcomes
                 .iter()
@@ -266,11 +325,15 @@ impl Tally {
                 self.as_expected += usize::from(summary.as_expected);
                 for outcome in &summary.outcomes {
                     if outcome.report.verdict == Verdict::Fail {
-                        *self.failed.entry(outcome.report.property.clone()).or_default() += 1;
+                        *self
+                            .failed
+                            .entry(outcome.report.property.clone())
+                            .or_default() += 1;
                     }
                 }
                 let dual = summary.outcomes.iter().any(|o| {
-                    o.report.property == Property::DualOwnership.id() && !o.report.findings.is_empty()
+                    o.report.property == Property::DualOwnership.id()
+                        && !o.report.findings.is_empty()
                 });
                 self.with_dual_ownership += usize::from(dual);
             }
@@ -282,10 +345,19 @@ impl Tally {
             .into_iter()
             .map(|p| {
                 let failed = self.failed.get(p.id()).copied().unwrap_or(0);
-                format!("{} failed on {failed}/{} (expected {})", p.id(), self.seeds, scenario.expectation(p))
+                format!(
+                    "{} failed on {failed}/{} (expected {})",
+                    p.id(),
+                    self.seeds,
+                    scenario.expectation(p)
+                )
             })
             .collect();
-        let crashed = if self.crashed > 0 { format!(", {} CRASHED", self.crashed) } else { String::new() };
+        let crashed = if self.crashed > 0 {
+            format!(", {} CRASHED", self.crashed)
+        } else {
+            String::new()
+        };
         format!(
             "{}: {}/{} seeds as expected{crashed}; {}; dual ownership seen on {}/{}",
             scenario.name,
@@ -296,23 +368,6 @@ impl Tally {
             self.seeds
         )
     }
-}
-
-fn check(path: &Path) -> Result<ExitCode, InputError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
-    let history = History::from_json(&text).map_err(|error| InputError::Usage(format!("{}: {error}", path.display())))?;
-    println!("{} seed {} ({} entries)", history.scenario, history.seed, history.entries.len());
-    let mut failed = false;
-    for property in Property::ALL {
-        let report = property.check(&history);
-        failed |= report.verdict == Verdict::Fail;
-        println!("  {:<18} {:<7} {}", report.property, report.verdict, report.summary);
-        for finding in &report.findings {
-            println!("      {}", finding.message);
-        }
-    }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 fn bench(arg: &str, seeds: u64) -> Result<ExitCode, InputError> {
@@ -332,7 +387,12 @@ fn bench(arg: &str, seeds: u64) -> Result<ExitCode, InputError> {
                 .expect("the OS starts a thread")
                 .join()
         })
-        .map_err(|_| InputError::Usage(format!("seed {seed} crashed; run `{}`", sweep::replay_command(arg, seed))))?;
+        .map_err(|_| {
+            InputError::Usage(format!(
+                "seed {seed} crashed; run `{}`",
+                sweep::replay_command(arg, seed)
+            ))
+        })?;
         simulate_s += started.elapsed().as_secs_f64();
         let started = Instant::now();
         let summary: RunSummary = sweep::evaluate(scenario, arg, &history);
@@ -340,9 +400,19 @@ fn bench(arg: &str, seeds: u64) -> Result<ExitCode, InputError> {
         entries += summary.entries;
     }
     let simulated_s = scenario.duration.0.as_secs_f64() * seeds as f64;
-    println!("{}: {seeds} seeds of {} simulated, one at a time (one core)", scenario.name, scenario.duration);
-    println!("  simulation: {simulate_s:.2} s wall, {:.2} seeds/s, {:.1} simulated s per wall s", seeds as f64 / simulate_s, simulated_s / simulate_s);
-    println!("  checkers:   {check_s:.4} s wall for {entries} history entries ({:.0} entries/s)", entries as f64 / check_s.max(1e-9));
+    println!(
+        "{}: {seeds} seeds of {} simulated, one at a time (one core)",
+        scenario.name, scenario.duration
+    );
+    println!(
+        "  simulation: {simulate_s:.2} s wall, {:.2} seeds/s, {:.1} simulated s per wall s",
+        seeds as f64 / simulate_s,
+        simulated_s / simulate_s
+    );
+    println!(
+        "  checkers:   {check_s:.4} s wall for {entries} history entries ({:.0} entries/s)",
+        entries as f64 / check_s.max(1e-9)
+    );
     if let Some(peak) = peak_rss_mb() {
         println!("  peak RSS:   {peak:.1} MB");
     }

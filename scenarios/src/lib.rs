@@ -1,5 +1,6 @@
 //! The `coordsim` CLI and the scenario library.
 
+pub mod check;
 pub mod cli;
 pub mod library;
 pub mod load;

@@ -3,13 +3,22 @@
 
 /// (name, TOML text) of every library scenario, in listing order.
 pub const LIBRARY: &[(&str, &str)] = &[
-    ("split-brain-gc-pause", include_str!("../library/split-brain-gc-pause.toml")),
-    ("split-brain-gc-pause-fenced", include_str!("../library/split-brain-gc-pause-fenced.toml")),
+    (
+        "split-brain-gc-pause",
+        include_str!("../library/split-brain-gc-pause.toml"),
+    ),
+    (
+        "split-brain-gc-pause-fenced",
+        include_str!("../library/split-brain-gc-pause-fenced.toml"),
+    ),
 ];
 
 /// The TOML text of the library scenario `name`.
 pub fn get(name: &str) -> Option<&'static str> {
-    LIBRARY.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+    LIBRARY
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
 }
 
 /// Where a library scenario's file lives in the repository (for error messages and `list`).

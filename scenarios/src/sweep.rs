@@ -15,10 +15,17 @@ use coordsim_sim::scenario::Scenario;
 /// What one seed produced.
 #[derive(Debug)]
 pub enum SeedResult {
-    Done { history: History, summary: RunSummary },
+    Done {
+        history: History,
+        summary: RunSummary,
+    },
     /// The simulation panicked: an invariant of the service or the harness broke (a bug in
     /// coordsim), or the simulator itself failed.
-    Crashed { seed: u64, message: String, replay: String },
+    Crashed {
+        seed: u64,
+        message: String,
+        replay: String,
+    },
 }
 
 impl SeedResult {
@@ -46,7 +53,11 @@ pub fn evaluate(scenario: &Scenario, arg: &str, history: &History) -> RunSummary
         .map(|property| {
             let report = property.check(history);
             let expected = scenario.expectation(property);
-            Outcome { as_expected: expected.matches(report.verdict), expected: expected.to_string(), report }
+            Outcome {
+                as_expected: expected.matches(report.verdict),
+                expected: expected.to_string(),
+                report,
+            }
         })
         .collect();
     RunSummary {
@@ -73,14 +84,22 @@ pub fn run_seed(scenario: &Scenario, arg: &str, seed: u64) -> SeedResult {
             let summary = evaluate(scenario, arg, &history);
             SeedResult::Done { history, summary }
         }
-        Ok(Err(panic)) | Err(panic) => {
-            SeedResult::Crashed { seed, message: panic_message(&panic), replay: replay_command(arg, seed) }
-        }
+        Ok(Err(panic)) | Err(panic) => SeedResult::Crashed {
+            seed,
+            message: panic_message(&panic),
+            replay: replay_command(arg, seed),
+        },
     }
 }
 
 /// Runs `seeds` with up to `jobs` at once; `report` sees each result in seed-list order.
-pub fn run_seeds(scenario: &Scenario, arg: &str, seeds: &[u64], jobs: usize, mut report: impl FnMut(SeedResult)) {
+pub fn run_seeds(
+    scenario: &Scenario,
+    arg: &str,
+    seeds: &[u64],
+    jobs: usize,
+    mut report: impl FnMut(SeedResult),
+) {
     let next = AtomicUsize::new(0);
     let (sender, receiver) = mpsc::channel::<(usize, SeedResult)>();
     std::thread::scope(|scope| {
