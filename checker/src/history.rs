@@ -77,7 +77,12 @@ pub enum Event {
     /// The outcome is unknown (a timeout, a lost reply).
     Info { op: OpId, error: String },
     /// The nemesis started or ended a fault.
-    Fault { fault: FaultId, phase: Phase, kind: FaultKind, targets: Vec<String> },
+    Fault {
+        fault: FaultId,
+        phase: Phase,
+        kind: FaultKind,
+        targets: Vec<String>,
+    },
     /// A client started or stopped believing it holds a lock.
     Belief {
         lock: String,
@@ -133,26 +138,50 @@ pub enum RaftRole {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "f", rename_all = "snake_case")]
 pub enum Call {
-    LeaseGrant { ttl_ms: u64 },
-    LeaseKeepAlive { lease: i64 },
-    LeaseRevoke { lease: i64 },
+    LeaseGrant {
+        ttl_ms: u64,
+    },
+    LeaseKeepAlive {
+        lease: i64,
+    },
+    LeaseRevoke {
+        lease: i64,
+    },
     /// Acquire the lock `name` under the session lease `lease`.
-    Lock { name: String, lease: i64 },
+    Lock {
+        name: String,
+        lease: i64,
+    },
     /// Release the lock by deleting the holder's key.
-    Unlock { name: String, key: String },
+    Unlock {
+        name: String,
+        key: String,
+    },
     /// Write `value` to the protected resource, carrying a fencing token.
-    Write { resource: String, token: i64, value: String },
+    Write {
+        resource: String,
+        token: i64,
+        value: String,
+    },
 }
 
 /// What an `ok` operation returned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "f", rename_all = "snake_case")]
 pub enum Return {
-    LeaseGranted { lease: i64, ttl_ms: u64 },
-    LeaseKeptAlive { ttl_ms: u64 },
+    LeaseGranted {
+        lease: i64,
+        ttl_ms: u64,
+    },
+    LeaseKeptAlive {
+        ttl_ms: u64,
+    },
     LeaseRevoked,
     /// The lock is held; `token` is the holder key's create_revision (the fencing token).
-    Locked { key: String, token: i64 },
+    Locked {
+        key: String,
+        token: i64,
+    },
     Unlocked,
     Written,
 }
@@ -178,7 +207,9 @@ impl History {
             message: e.to_string(),
         })?;
         if history.schema != SCHEMA {
-            return Err(HistoryError::Schema { found: history.schema });
+            return Err(HistoryError::Schema {
+                found: history.schema,
+            });
         }
         Ok(history)
     }
@@ -192,14 +223,22 @@ impl History {
 
     /// Formats a true time as seconds with millisecond precision, e.g. `12.003s`.
     pub fn fmt_time(time_ns: u64) -> String {
-        format!("{}.{:03}s", time_ns / 1_000_000_000, (time_ns / 1_000_000) % 1000)
+        format!(
+            "{}.{:03}s",
+            time_ns / 1_000_000_000,
+            (time_ns / 1_000_000) % 1000
+        )
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
     #[error("line {line}, column {column}: {message}")]
-    Json { line: usize, column: usize, message: String },
+    Json {
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("field `schema`: expected {SCHEMA:?}, found {found:?}")]
     Schema { found: String },
 }

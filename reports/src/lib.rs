@@ -44,7 +44,10 @@ impl RunSummary {
 
     /// The verdict of `property`, if it was checked.
     pub fn verdict(&self, property: &str) -> Option<Verdict> {
-        self.outcomes.iter().find(|o| o.report.property == property).map(|o| o.report.verdict)
+        self.outcomes
+            .iter()
+            .find(|o| o.report.property == property)
+            .map(|o| o.report.verdict)
     }
 
     /// Pretty JSON with a trailing newline.

@@ -53,7 +53,9 @@ pub async fn simulate(scenario: Scenario) -> History {
     let recorder = Recorder::new(&scenario.name, seed, epoch);
     let mut nodes = BTreeMap::new();
 
-    let members: BTreeMap<u64, SocketAddr> = (1..=scenario.cluster.servers as u64).map(|id| (id, server_addr(id))).collect();
+    let members: BTreeMap<u64, SocketAddr> = (1..=scenario.cluster.servers as u64)
+        .map(|id| (id, server_addr(id)))
+        .collect();
     for &id in members.keys() {
         let spec = ServerSpec {
             id,

@@ -57,7 +57,15 @@ async fn inject(fault: PlannedFault, epoch: Instant, recorder: Recorder) {
         FaultSpec::Pause => FaultKind::Pause,
     };
     let targets = vec![fault.target.clone()];
-    recorder.record(NEMESIS, Event::Fault { fault: id, phase: Phase::Start, kind, targets: targets.clone() });
+    recorder.record(
+        NEMESIS,
+        Event::Fault {
+            fault: id,
+            phase: Phase::Start,
+            kind,
+            targets: targets.clone(),
+        },
+    );
     match fault.kind {
         FaultSpec::Pause => handle.pause(fault.node),
     }
@@ -65,5 +73,13 @@ async fn inject(fault: PlannedFault, epoch: Instant, recorder: Recorder) {
     match fault.kind {
         FaultSpec::Pause => handle.resume(fault.node),
     }
-    recorder.record(NEMESIS, Event::Fault { fault: id, phase: Phase::End, kind, targets });
+    recorder.record(
+        NEMESIS,
+        Event::Fault {
+            fault: id,
+            phase: Phase::End,
+            kind,
+            targets,
+        },
+    );
 }

@@ -8,7 +8,9 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use coordsim_checker::history::{Call, Entry, Event, FaultId, History, NodeInfo, NodeRole, OpId, Return};
+use coordsim_checker::history::{
+    Call, Entry, Event, FaultId, History, NodeInfo, NodeRole, OpId, Return,
+};
 
 #[derive(Clone, Debug)]
 pub struct Recorder {
@@ -26,8 +28,15 @@ struct Inner {
 impl Recorder {
     /// `epoch` is the simulated instant at which the run starts (true time 0).
     pub fn new(scenario: &str, seed: u64, epoch: Instant) -> Self {
-        let inner = Inner { epoch, history: History::new(scenario, seed), next_op: 1, next_fault: 1 };
-        Recorder { inner: Arc::new(Mutex::new(inner)) }
+        let inner = Inner {
+            epoch,
+            history: History::new(scenario, seed),
+            next_op: 1,
+            next_fault: 1,
+        };
+        Recorder {
+            inner: Arc::new(Mutex::new(inner)),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -35,7 +44,10 @@ impl Recorder {
     }
 
     pub fn add_node(&self, name: &str, role: NodeRole) {
-        self.lock().history.nodes.push(NodeInfo { name: name.to_string(), role });
+        self.lock().history.nodes.push(NodeInfo {
+            name: name.to_string(),
+            role,
+        });
     }
 
     /// True simulated time since the start of the run, in ns.
@@ -47,9 +59,18 @@ impl Recorder {
         let mut inner = self.lock();
         let time_ns = inner.epoch.elapsed().as_nanos() as u64;
         if let Some(last) = inner.history.entries.last() {
-            assert!(last.time_ns <= time_ns, "history time went backwards: {} after {}", time_ns, last.time_ns);
+            assert!(
+                last.time_ns <= time_ns,
+                "history time went backwards: {} after {}",
+                time_ns,
+                last.time_ns
+            );
         }
-        inner.history.entries.push(Entry { time_ns, node: node.to_string(), event });
+        inner.history.entries.push(Entry {
+            time_ns,
+            node: node.to_string(),
+            event,
+        });
     }
 
     /// Records the invocation of `call` by `node`; returns the operation's id.
@@ -69,11 +90,23 @@ impl Recorder {
     }
 
     pub fn fail(&self, node: &str, op: OpId, error: impl Into<String>) {
-        self.record(node, Event::Fail { op, error: error.into() });
+        self.record(
+            node,
+            Event::Fail {
+                op,
+                error: error.into(),
+            },
+        );
     }
 
     pub fn info(&self, node: &str, op: OpId, error: impl Into<String>) {
-        self.record(node, Event::Info { op, error: error.into() });
+        self.record(
+            node,
+            Event::Info {
+                op,
+                error: error.into(),
+            },
+        );
     }
 
     pub fn next_fault_id(&self) -> FaultId {

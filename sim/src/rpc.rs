@@ -4,7 +4,10 @@
 use madsim::net::rpc::Request;
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Command, CommandResponse, Event, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
+use crate::store::{
+    Command, CommandResponse, Event, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision,
+    StoreError,
+};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ClientRequest {
@@ -12,13 +15,20 @@ pub enum ClientRequest {
     Write(Command),
     /// A read. Linearizable reads go through the leader's read index (etcd's default);
     /// serializable ones are served from the contacted server's applied state, possibly stale.
-    Range { request: RangeRequest, linearizable: bool },
+    Range {
+        request: RangeRequest,
+        linearizable: bool,
+    },
     /// Renew a lease on the leader (etcd LeaseKeepAlive).
     KeepAlive { lease: LeaseId },
     /// Long-poll for changes to `range` with revision >= `from`, waiting at most `wait_ms` of
     /// the server's local time. Stateless on the server: a client resumes on any server with
     /// its next revision, as an etcd watch resumes with `start_revision`.
-    Watch { range: KeyRange, from: Revision, wait_ms: u64 },
+    Watch {
+        range: KeyRange,
+        from: Revision,
+        wait_ms: u64,
+    },
 }
 
 impl Request for ClientRequest {
@@ -30,13 +40,19 @@ impl Request for ClientRequest {
 pub enum ClientReply {
     Write(CommandResponse),
     Range(Result<RangeResponse, StoreError>),
-    KeptAlive { ttl_ms: u64 },
+    KeptAlive {
+        ttl_ms: u64,
+    },
     LeaseNotFound,
     Watch(Result<WatchBatch, StoreError>),
     /// This server is not the leader; `leader` is its best guess.
-    NotLeader { leader: Option<u64> },
+    NotLeader {
+        leader: Option<u64>,
+    },
     /// The server could not serve the request (e.g. lost leadership mid-request).
-    Unavailable { reason: String },
+    Unavailable {
+        reason: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,7 +75,9 @@ pub struct ResourceWrite {
 pub enum ResourceReply {
     Accepted,
     /// The token is lower than one the resource already accepted.
-    Rejected { highest: i64 },
+    Rejected {
+        highest: i64,
+    },
 }
 
 impl Request for ResourceWrite {

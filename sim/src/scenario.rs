@@ -127,7 +127,10 @@ pub enum Expectation {
 
 impl Expectation {
     pub fn matches(self, verdict: Verdict) -> bool {
-        matches!((self, verdict), (Expectation::Pass, Verdict::Pass) | (Expectation::Fail, Verdict::Fail))
+        matches!(
+            (self, verdict),
+            (Expectation::Pass, Verdict::Pass) | (Expectation::Fail, Verdict::Fail)
+        )
     }
 }
 
@@ -149,7 +152,9 @@ pub struct ScenarioError {
 
 impl Scenario {
     pub fn server_names(&self) -> Vec<String> {
-        (1..=self.cluster.servers).map(|i| format!("s{i}")).collect()
+        (1..=self.cluster.servers)
+            .map(|i| format!("s{i}"))
+            .collect()
     }
 
     pub fn client_names(&self) -> Vec<String> {
@@ -158,29 +163,77 @@ impl Scenario {
 
     /// The expectation for `property` (unlisted properties are expected to pass).
     pub fn expectation(&self, property: Property) -> Expectation {
-        self.expect.get(&property).copied().unwrap_or(Expectation::Pass)
+        self.expect
+            .get(&property)
+            .copied()
+            .unwrap_or(Expectation::Pass)
     }
 
     /// Checks what the types cannot: ranges, names, limits.
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        let err = |field: &str, message: String| Err(ScenarioError { field: field.to_string(), message });
-        if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return err("name", format!("{:?} must be non-empty and use only letters, digits, '-' and '_'", self.name));
+        let err = |field: &str, message: String| {
+            Err(ScenarioError {
+                field: field.to_string(),
+                message,
+            })
+        };
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return err(
+                "name",
+                format!(
+                    "{:?} must be non-empty and use only letters, digits, '-' and '_'",
+                    self.name
+                ),
+            );
         }
         if self.duration.0.is_zero() || self.duration.0 > DURATION_MAX {
-            return err("duration", format!("{} must be above 0 and at most {}", self.duration, Dur(DURATION_MAX)));
+            return err(
+                "duration",
+                format!(
+                    "{} must be above 0 and at most {}",
+                    self.duration,
+                    Dur(DURATION_MAX)
+                ),
+            );
         }
         if !(1..=SERVERS_MAX).contains(&self.cluster.servers) {
-            return err("cluster.servers", format!("{} must be between 1 and {SERVERS_MAX}", self.cluster.servers));
+            return err(
+                "cluster.servers",
+                format!(
+                    "{} must be between 1 and {SERVERS_MAX}",
+                    self.cluster.servers
+                ),
+            );
         }
         if !(1..=CLIENTS_MAX).contains(&self.clients.count) {
-            return err("clients.count", format!("{} must be between 1 and {CLIENTS_MAX}", self.clients.count));
+            return err(
+                "clients.count",
+                format!("{} must be between 1 and {CLIENTS_MAX}", self.clients.count),
+            );
         }
         if self.lock.ttl.0 < TTL_MIN {
-            return err("lock.ttl", format!("{} is below the minimum TTL {}", self.lock.ttl, Dur(TTL_MIN)));
+            return err(
+                "lock.ttl",
+                format!(
+                    "{} is below the minimum TTL {}",
+                    self.lock.ttl,
+                    Dur(TTL_MIN)
+                ),
+            );
         }
         if self.lock.name.is_empty() || self.lock.name.ends_with('/') {
-            return err("lock.name", format!("{:?} must be non-empty and must not end with '/'", self.lock.name));
+            return err(
+                "lock.name",
+                format!(
+                    "{:?} must be non-empty and must not end with '/'",
+                    self.lock.name
+                ),
+            );
         }
         if self.clients.writes_per_hold == 0 {
             return err("clients.writes_per_hold", "must be at least 1".into());
@@ -198,7 +251,13 @@ impl Scenario {
                 );
             }
             if fault.at.0 >= self.duration.0 {
-                return err(&format!("nemesis[{i}].at"), format!("{} is not before the end of the run ({})", fault.at, self.duration));
+                return err(
+                    &format!("nemesis[{i}].at"),
+                    format!(
+                        "{} is not before the end of the run ({})",
+                        fault.at, self.duration
+                    ),
+                );
             }
         }
         Ok(())
@@ -221,7 +280,9 @@ impl Dur {
     /// Parses `"250ms"`, `"5s"`, `"1.5s"`, `"2m"`, `"100us"`, `"10ns"`.
     pub fn parse(text: &str) -> Result<Dur, String> {
         let text = text.trim();
-        let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+        let split = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
         let (number, unit) = text.split_at(split);
         let unit_ns: f64 = match unit.trim() {
             "ns" => 1.0,
@@ -229,11 +290,15 @@ impl Dur {
             "ms" => 1e6,
             "s" => 1e9,
             "m" => 60e9,
-            _ => return Err(format!("invalid duration {text:?}: expected a number followed by ns, us, ms, s or m")),
+            _ => {
+                return Err(format!(
+                    "invalid duration {text:?}: expected a number followed by ns, us, ms, s or m"
+                ));
+            }
         };
-        let value: f64 = number
-            .parse()
-            .map_err(|_| format!("invalid duration {text:?}: expected a number followed by ns, us, ms, s or m"))?;
+        let value: f64 = number.parse().map_err(|_| {
+            format!("invalid duration {text:?}: expected a number followed by ns, us, ms, s or m")
+        })?;
         let ns = value * unit_ns;
         if !ns.is_finite() || ns < 0.0 || ns > 1e18 {
             return Err(format!("invalid duration {text:?}: out of range"));
@@ -278,7 +343,13 @@ mod tests {
 
     #[test]
     fn durations_parse_with_units_and_print_back() {
-        for (text, ms) in [("500ms", 500), ("5s", 5000), ("1.5s", 1500), ("2m", 120_000), ("0s", 0)] {
+        for (text, ms) in [
+            ("500ms", 500),
+            ("5s", 5000),
+            ("1.5s", 1500),
+            ("2m", 120_000),
+            ("0s", 0),
+        ] {
             let dur = Dur::parse(text).unwrap();
             assert_eq!(dur.ms(), ms, "{text}");
             assert_eq!(Dur::parse(&dur.to_string()).unwrap(), dur);

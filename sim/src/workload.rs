@@ -45,8 +45,9 @@ enum HoldEnd {
 
 pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
     clock.sleep(plan.start).await;
-    let client =
-        Client::connect(plan.addr, plan.servers.clone(), clock.clone()).await.expect("a client binds its own address");
+    let client = Client::connect(plan.addr, plan.servers.clone(), clock.clone())
+        .await
+        .expect("a client binds its own address");
     let mut written = 0u64;
     loop {
         let Some(session) = Session::open(&client, &recorder, &plan.name, plan.ttl_ms).await else {
@@ -54,7 +55,9 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             continue;
         };
         while session.ended().is_none() {
-            let Ok((key, token)) = lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await else {
+            let Ok((key, token)) =
+                lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await
+            else {
                 break;
             };
             belief(&recorder, &plan, token, Phase::Start, None);
@@ -62,11 +65,33 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             match end {
                 HoldEnd::Release => {
                     belief(&recorder, &plan, token, Phase::End, Some("unlocked"));
-                    unlock(&client, &recorder, &plan.name, &plan.lock_name, &key, Duration::from_millis(plan.ttl_ms)).await;
+                    unlock(
+                        &client,
+                        &recorder,
+                        &plan.name,
+                        &plan.lock_name,
+                        &key,
+                        Duration::from_millis(plan.ttl_ms),
+                    )
+                    .await;
                 }
                 HoldEnd::Rejected => {
-                    belief(&recorder, &plan, token, Phase::End, Some("write rejected: a newer holder exists"));
-                    unlock(&client, &recorder, &plan.name, &plan.lock_name, &key, Duration::from_millis(plan.ttl_ms)).await;
+                    belief(
+                        &recorder,
+                        &plan,
+                        token,
+                        Phase::End,
+                        Some("write rejected: a newer holder exists"),
+                    );
+                    unlock(
+                        &client,
+                        &recorder,
+                        &plan.name,
+                        &plan.lock_name,
+                        &key,
+                        Duration::from_millis(plan.ttl_ms),
+                    )
+                    .await;
                 }
                 HoldEnd::SessionEnded => {
                     let reason = session.ended().map(|end| end.to_string());
@@ -105,7 +130,11 @@ async fn hold(
             return HoldEnd::Rejected;
         }
     }
-    if work_or_session_end(client, session, gap).await { HoldEnd::Release } else { HoldEnd::SessionEnded }
+    if work_or_session_end(client, session, gap).await {
+        HoldEnd::Release
+    } else {
+        HoldEnd::SessionEnded
+    }
 }
 
 /// Works (sleeps) for `duration` while watching the session, as an application that selects on
@@ -120,18 +149,39 @@ async fn work_or_session_end(client: &Client, session: &Session, duration: Durat
 }
 
 /// One recorded write to the resource: `Some(accepted)`, or `None` when the reply was lost.
-async fn write(plan: &ClientPlan, endpoint: &Endpoint, recorder: &Recorder, token: i64, value: String) -> Option<bool> {
+async fn write(
+    plan: &ClientPlan,
+    endpoint: &Endpoint,
+    recorder: &Recorder,
+    token: i64,
+    value: String,
+) -> Option<bool> {
     let (resource, addr) = &plan.resource;
-    let call = Call::Write { resource: resource.clone(), token, value: value.clone() };
+    let call = Call::Write {
+        resource: resource.clone(),
+        token,
+        value: value.clone(),
+    };
     let op = recorder.invoke(&plan.name, call);
-    let request = ResourceWrite { client: plan.name.clone(), token, value };
-    match endpoint.call_timeout(*addr, request, RESOURCE_TIMEOUT).await {
+    let request = ResourceWrite {
+        client: plan.name.clone(),
+        token,
+        value,
+    };
+    match endpoint
+        .call_timeout(*addr, request, RESOURCE_TIMEOUT)
+        .await
+    {
         Ok(ResourceReply::Accepted) => {
             recorder.ok(&plan.name, op, Return::Written);
             Some(true)
         }
         Ok(ResourceReply::Rejected { highest }) => {
-            recorder.fail(&plan.name, op, format!("rejected: token {token} is below {highest}"));
+            recorder.fail(
+                &plan.name,
+                op,
+                format!("rejected: token {token} is below {highest}"),
+            );
             Some(false)
         }
         Err(error) => {
@@ -142,6 +192,11 @@ async fn write(plan: &ClientPlan, endpoint: &Endpoint, recorder: &Recorder, toke
 }
 
 fn belief(recorder: &Recorder, plan: &ClientPlan, token: i64, phase: Phase, reason: Option<&str>) {
-    let event = Event::Belief { lock: plan.lock_name.clone(), token, phase, reason: reason.map(str::to_string) };
+    let event = Event::Belief {
+        lock: plan.lock_name.clone(),
+        token,
+        phase,
+        reason: reason.map(str::to_string),
+    };
     recorder.record(&plan.name, event);
 }

@@ -21,7 +21,12 @@ pub(super) fn check(history: &History) -> PropertyReport {
     let mut by_lock: BTreeMap<String, Vec<Belief>> = BTreeMap::new();
     let mut open: BTreeMap<(String, String, i64), usize> = BTreeMap::new();
     for (index, entry) in history.entries.iter().enumerate() {
-        let Event::Belief { lock, token, phase, .. } = &entry.event else { continue };
+        let Event::Belief {
+            lock, token, phase, ..
+        } = &entry.event
+        else {
+            continue;
+        };
         let key = (lock.clone(), entry.node.clone(), *token);
         match phase {
             Phase::Start => {
@@ -37,7 +42,8 @@ pub(super) fn check(history: &History) -> PropertyReport {
             }
             Phase::End => {
                 if let Some(slot) = open.remove(&key) {
-                    by_lock.get_mut(lock).expect("a lock with an open belief")[slot].end_ns = entry.time_ns;
+                    by_lock.get_mut(lock).expect("a lock with an open belief")[slot].end_ns =
+                        entry.time_ns;
                 }
             }
         }
@@ -71,11 +77,22 @@ pub(super) fn check(history: &History) -> PropertyReport {
         }
     }
     findings.sort_by_key(|f| (f.time_ns, f.until_ns));
-    let total_ms: u64 = findings.iter().map(|f| (f.until_ns.unwrap_or(f.time_ns) - f.time_ns) / 1_000_000).sum();
+    let total_ms: u64 = findings
+        .iter()
+        .map(|f| (f.until_ns.unwrap_or(f.time_ns) - f.time_ns) / 1_000_000)
+        .sum();
     let summary = if findings.is_empty() {
         "no two clients believed they held the same lock at once".to_string()
     } else {
-        format!("{} dual-ownership intervals, {total_ms} ms in total (expected under pauses: fencing must cover them)", findings.len())
+        format!(
+            "{} dual-ownership intervals, {total_ms} ms in total (expected under pauses: fencing must cover them)",
+            findings.len()
+        )
     };
-    PropertyReport { property: "dual_ownership".into(), verdict: Verdict::Pass, summary, findings }
+    PropertyReport {
+        property: "dual_ownership".into(),
+        verdict: Verdict::Pass,
+        summary,
+        findings,
+    }
 }

@@ -29,8 +29,11 @@ pub enum Property {
 }
 
 impl Property {
-    pub const ALL: [Property; 3] =
-        [Property::MutualExclusion, Property::Fencing, Property::DualOwnership];
+    pub const ALL: [Property; 3] = [
+        Property::MutualExclusion,
+        Property::Fencing,
+        Property::DualOwnership,
+    ];
 
     /// The identifier used in scenario files and reports.
     pub fn id(self) -> &'static str {

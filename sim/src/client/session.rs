@@ -27,7 +27,9 @@ impl std::fmt::Display for SessionEnd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             SessionEnd::LeaseGone => "session expired: the cluster no longer has the lease",
-            SessionEnd::KeepAliveTimeout => "session expired: no keepalive acknowledged within the TTL",
+            SessionEnd::KeepAliveTimeout => {
+                "session expired: no keepalive acknowledged within the TTL"
+            }
         })
     }
 }
@@ -48,9 +50,19 @@ pub struct Session {
 impl Session {
     /// Grants a lease with `ttl_ms` and starts keeping it alive. Records the grant and every
     /// keepalive as operations of `node`. `None` if the grant got no answer in time.
-    pub async fn open(client: &Client, recorder: &Recorder, node: &str, ttl_ms: u64) -> Option<Session> {
+    pub async fn open(
+        client: &Client,
+        recorder: &Recorder,
+        node: &str,
+        ttl_ms: u64,
+    ) -> Option<Session> {
         let op = recorder.invoke(node, Call::LeaseGrant { ttl_ms });
-        let granted = client.write(Command::LeaseGrant { id: 0, ttl_ms }, Duration::from_millis(ttl_ms)).await;
+        let granted = client
+            .write(
+                Command::LeaseGrant { id: 0, ttl_ms },
+                Duration::from_millis(ttl_ms),
+            )
+            .await;
         let (lease, ttl_ms) = match granted {
             Ok(CommandResponse::LeaseGrant { id, ttl_ms, .. }) => (id, ttl_ms),
             Ok(other) => {
@@ -72,12 +84,21 @@ impl Session {
             ttl_ms,
             state.clone(),
         ));
-        Some(Session { lease, ttl_ms, state, keepalive })
+        Some(Session {
+            lease,
+            ttl_ms,
+            state,
+            keepalive,
+        })
     }
 
     /// `Some(reason)` once the session has ended.
     pub fn ended(&self) -> Option<SessionEnd> {
-        self.state.end.lock().expect("session lock poisoned").clone()
+        self.state
+            .end
+            .lock()
+            .expect("session lock poisoned")
+            .clone()
     }
 
     /// Waits until the session ends.
@@ -100,7 +121,14 @@ impl Drop for Session {
     }
 }
 
-async fn keep_alive(client: Client, recorder: Recorder, node: String, lease: LeaseId, ttl_ms: u64, state: Arc<State>) {
+async fn keep_alive(
+    client: Client,
+    recorder: Recorder,
+    node: String,
+    lease: LeaseId,
+    ttl_ms: u64,
+    state: Arc<State>,
+) {
     let interval = Duration::from_millis((ttl_ms / 3).max(1));
     let mut last_ack = client.clock().now();
     let end = loop {

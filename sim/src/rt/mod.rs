@@ -95,7 +95,9 @@ impl AsyncRuntime for MadsimRuntime {
     type Mutex<T: OptionalSend + 'static> = openraft_rt_tokio::TokioMutex<T>;
 
     fn new(_threads: usize) -> Self {
-        MadsimRuntime { runtime: madsim::runtime::Runtime::new() }
+        MadsimRuntime {
+            runtime: madsim::runtime::Runtime::new(),
+        }
     }
 
     fn block_on<F, T>(&mut self, future: F) -> T

@@ -165,11 +165,19 @@ pub enum Command {
     DeleteRange(DeleteRangeRequest),
     Txn(TxnRequest),
     /// Create a lease. `id` 0 = let the store pick the next free ID.
-    LeaseGrant { id: LeaseId, ttl_ms: u64 },
+    LeaseGrant {
+        id: LeaseId,
+        ttl_ms: u64,
+    },
     /// Delete a lease and every key attached to it, in one revision.
-    LeaseRevoke { id: LeaseId, reason: RevokeReason },
+    LeaseRevoke {
+        id: LeaseId,
+        reason: RevokeReason,
+    },
     /// Discard history below `revision`.
-    Compact { revision: Revision },
+    Compact {
+        revision: Revision,
+    },
 }
 
 /// Why a lease was revoked: asked by a client, or expired by the leader's lessor.
@@ -231,9 +239,17 @@ pub enum CommandResponse {
     Put(PutResponse),
     DeleteRange(DeleteRangeResponse),
     Txn(TxnResponse),
-    LeaseGrant { header: ResponseHeader, id: LeaseId, ttl_ms: u64 },
-    LeaseRevoke { header: ResponseHeader },
-    Compact { header: ResponseHeader },
+    LeaseGrant {
+        header: ResponseHeader,
+        id: LeaseId,
+        ttl_ms: u64,
+    },
+    LeaseRevoke {
+        header: ResponseHeader,
+    },
+    Compact {
+        header: ResponseHeader,
+    },
     /// The request was rejected; the store did not change.
     Error(StoreError),
 }
@@ -243,9 +259,15 @@ pub enum CommandResponse {
 #[serde(rename_all = "snake_case")]
 pub enum StoreError {
     #[error("revision {requested} has been compacted (compact revision {compact_revision})")]
-    Compacted { requested: Revision, compact_revision: Revision },
+    Compacted {
+        requested: Revision,
+        compact_revision: Revision,
+    },
     #[error("revision {requested} is in the future (current revision {current})")]
-    FutureRevision { requested: Revision, current: Revision },
+    FutureRevision {
+        requested: Revision,
+        current: Revision,
+    },
     #[error("lease {0} not found")]
     LeaseNotFound(LeaseId),
     #[error("lease {0} already exists")]
