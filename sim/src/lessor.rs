@@ -45,13 +45,17 @@ impl Lessor {
         self.revoking.remove(&lease);
     }
 
-    /// This server became leader: it now owns expiry; every lease gets its full TTL from now.
-    pub fn promote(&mut self, now: LocalTime) {
+    /// This server became leader: it now owns expiry. The lease table is rebuilt from the
+    /// replicated one (`leases`: id and TTL of every lease the store holds), so leases this server
+    /// learned from a snapshot rather than from applied grants are not missed; every lease gets
+    /// its full TTL from now.
+    pub fn promote(&mut self, now: LocalTime, leases: impl IntoIterator<Item = (LeaseId, u64)>) {
         self.primary = true;
         self.revoking.clear();
-        for (ttl_ms, deadline) in self.leases.values_mut() {
-            *deadline = now.plus_ms(*ttl_ms);
-        }
+        self.leases = leases
+            .into_iter()
+            .map(|(lease, ttl_ms)| (lease, (ttl_ms, now.plus_ms(ttl_ms))))
+            .collect();
     }
 
     /// This server stopped being leader: it must neither expire leases nor acknowledge renewals.
@@ -127,7 +131,7 @@ mod tests {
     #[test]
     fn primary_expires_after_ttl_once() {
         let mut lessor = Lessor::default();
-        lessor.promote(T0);
+        lessor.promote(T0, []);
         lessor.on_grant(1, 1000, T0);
         assert!(lessor.take_expired(at_ms(999)).is_empty());
         assert_eq!(lessor.take_expired(at_ms(1000)), vec![1]);
@@ -142,7 +146,7 @@ mod tests {
     #[test]
     fn renew_extends_by_ttl_from_now() {
         let mut lessor = Lessor::default();
-        lessor.promote(T0);
+        lessor.promote(T0, []);
         lessor.on_grant(1, 1000, T0);
         assert_eq!(lessor.renew(1, at_ms(800)), Ok(1000));
         assert!(lessor.take_expired(at_ms(1799)).is_empty());
@@ -154,15 +158,25 @@ mod tests {
     fn promotion_restarts_every_lease_at_full_ttl() {
         let mut lessor = Lessor::default();
         lessor.on_grant(1, 1000, T0);
-        lessor.promote(at_ms(900));
+        lessor.promote(at_ms(900), [(1, 1000)]);
         assert!(lessor.take_expired(at_ms(1899)).is_empty());
         assert_eq!(lessor.take_expired(at_ms(1900)), vec![1]);
     }
 
     #[test]
+    fn promotion_takes_the_lease_table_from_the_store() {
+        let mut lessor = Lessor::default();
+        lessor.on_grant(1, 1000, T0);
+        // Lease 2 came with a snapshot (no grant applied here); lease 1 is gone from the store.
+        lessor.promote(at_ms(100), [(2, 500)]);
+        assert_eq!(lessor.renew(1, at_ms(200)), Err(RenewError::LeaseNotFound));
+        assert_eq!(lessor.take_expired(at_ms(600)), vec![2]);
+    }
+
+    #[test]
     fn demoted_server_stops_expiring() {
         let mut lessor = Lessor::default();
-        lessor.promote(T0);
+        lessor.promote(T0, []);
         lessor.on_grant(1, 1000, T0);
         lessor.demote();
         assert!(lessor.take_expired(at_ms(5000)).is_empty());
@@ -172,7 +186,7 @@ mod tests {
     #[test]
     fn revoked_lease_is_forgotten() {
         let mut lessor = Lessor::default();
-        lessor.promote(T0);
+        lessor.promote(T0, []);
         lessor.on_grant(1, 1000, T0);
         lessor.on_revoke(1);
         assert!(lessor.take_expired(at_ms(5000)).is_empty());

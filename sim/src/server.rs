@@ -321,7 +321,12 @@ impl Server {
                 let was_leader = matches!(last, Some((ServerState::Leader, _)));
                 let is_leader = state == ServerState::Leader;
                 if is_leader && !was_leader {
-                    lock(&self.lessor).promote(self.clock.now());
+                    let leases: Vec<(LeaseId, u64)> = lock(&self.applied)
+                        .store
+                        .leases()
+                        .map(|lease| (lease.id, lease.ttl_ms))
+                        .collect();
+                    lock(&self.lessor).promote(self.clock.now(), leases);
                 } else if was_leader && !is_leader {
                     lock(&self.lessor).demote();
                 }
