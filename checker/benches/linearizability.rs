@@ -18,16 +18,11 @@ fn load(file: &str) -> RegisterHistory {
 }
 
 fn single_core() -> CheckOptions {
-    CheckOptions {
-        parallel: false,
-        ..CheckOptions::default()
-    }
+    CheckOptions { parallel: false, ..CheckOptions::default() }
 }
 
 fn etcd_histories(c: &mut Criterion) {
-    let all: Vec<RegisterHistory> = (0..=102)
-        .map(|i| load(&format!("etcd_{i:03}.log")))
-        .collect();
+    let all: Vec<RegisterHistory> = (0..=102).map(|i| load(&format!("etcd_{i:03}.log"))).collect();
     let etcd_002 = load("etcd_002.log");
     let model = RegisterModel::new();
     let options = single_core();
@@ -40,9 +35,7 @@ fn etcd_histories(c: &mut Criterion) {
             }
         })
     });
-    group.bench_function("etcd_002", |b| {
-        b.iter(|| std::hint::black_box(check(&model, &etcd_002, &options).unwrap()))
-    });
+    group.bench_function("etcd_002", |b| b.iter(|| std::hint::black_box(check(&model, &etcd_002, &options).unwrap())));
     group.finish();
 }
 

@@ -76,12 +76,16 @@ pub enum Event {
     Fail { op: OpId, error: String },
     /// The outcome is unknown (a timeout, a lost reply).
     Info { op: OpId, error: String },
-    /// The nemesis started or ended a fault.
+    /// The nemesis started or ended a fault. `targets` are the nodes it hit (resolved: a fault
+    /// aimed at "the leader" names the server that was leader); `detail` gives its parameters
+    /// ("rate 0.5x", "cut s1 | s2 s3").
     Fault {
         fault: FaultId,
         phase: Phase,
         kind: FaultKind,
         targets: Vec<String>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
     },
     /// A client started or stopped believing it holds a lock.
     Belief {
@@ -105,8 +109,9 @@ pub enum Event {
     },
     /// A server changed role, as its own Raft metrics say.
     Role { role: RaftRole, term: u64 },
-    /// A server's lessor decided that a lease expired (by the server's local clock) and
-    /// proposed its revocation.
+    /// A lease expired: the leader's lessor found it past its deadline (by the leader's local
+    /// clock), and its revocation is now committed and applied on that leader (the lease's keys
+    /// are deleted). Recorded by that leader.
     LeaseExpiry { lease: i64 },
 }
 
@@ -117,11 +122,30 @@ pub enum Phase {
     End,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// The kinds of fault the nemesis injects (see the scenario format for their parameters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
     /// A process pause (GC pause): the node runs no code while time and the network go on.
     Pause,
+    /// The node is killed; at the end of the fault it restarts (a server with its durable state).
+    Crash,
+    /// Network links are cut.
+    Partition,
+    /// The node's clock jumps (instantaneous: start and end at once).
+    ClockJump,
+    /// The node's clock runs at another rate.
+    ClockRate,
+    /// The node's clock flips between two offsets.
+    ClockStrobe,
+    /// Messages are lost at random.
+    PacketLoss,
+    /// Message latency is raised.
+    Latency,
+    /// Replies to a client are dropped (the requests still take effect).
+    DropReplies,
+    /// Messages on one directed link are held back.
+    LinkDelay,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,9 +231,7 @@ impl History {
             message: e.to_string(),
         })?;
         if history.schema != SCHEMA {
-            return Err(HistoryError::Schema {
-                found: history.schema,
-            });
+            return Err(HistoryError::Schema { found: history.schema });
         }
         Ok(history)
     }
@@ -223,22 +245,14 @@ impl History {
 
     /// Formats a true time as seconds with millisecond precision, e.g. `12.003s`.
     pub fn fmt_time(time_ns: u64) -> String {
-        format!(
-            "{}.{:03}s",
-            time_ns / 1_000_000_000,
-            (time_ns / 1_000_000) % 1000
-        )
+        format!("{}.{:03}s", time_ns / 1_000_000_000, (time_ns / 1_000_000) % 1000)
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
     #[error("line {line}, column {column}: {message}")]
-    Json {
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Json { line: usize, column: usize, message: String },
     #[error("field `schema`: expected {SCHEMA:?}, found {found:?}")]
     Schema { found: String },
 }

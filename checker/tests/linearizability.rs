@@ -4,30 +4,16 @@
 use std::time::{Duration, Instant};
 
 use coordsim_checker::linearizability::models::{
-    KvInput, KvModel, KvOp, KvOutput, MutexInput, MutexModel, MutexOutput, RegisterInput,
-    RegisterModel, RegisterOutput, Txn, TxnCompare,
+    KvInput, KvModel, KvOp, KvOutput, MutexInput, MutexModel, MutexOutput, RegisterInput, RegisterModel,
+    RegisterOutput, Txn, TxnCompare,
 };
 use coordsim_checker::linearizability::{
     CheckOptions, HistoryError, Model, Operation, RETURN_NEVER, UnknownReason, Verdict, check,
 };
 
 /// One operation: `[call, return]` in ns; `output: None` leaves it open to the end.
-fn op<I, O>(
-    id: u64,
-    client: u64,
-    input: I,
-    output: Option<O>,
-    call_ns: u64,
-    return_ns: u64,
-) -> Operation<I, O> {
-    Operation {
-        id,
-        client,
-        input,
-        output,
-        call_ns,
-        return_ns,
-    }
+fn op<I, O>(id: u64, client: u64, input: I, output: Option<O>, call_ns: u64, return_ns: u64) -> Operation<I, O> {
+    Operation { id, client, input, output, call_ns, return_ns }
 }
 
 fn open<I, O>(id: u64, client: u64, input: I, call_ns: u64) -> Operation<I, O> {
@@ -40,17 +26,9 @@ enum Expect {
     Illegal,
 }
 
-fn check_case<M: Model>(
-    name: &str,
-    model: &M,
-    history: &[Operation<M::Input, M::Output>],
-    expected: Expect,
-) {
+fn check_case<M: Model>(name: &str, model: &M, history: &[Operation<M::Input, M::Output>], expected: Expect) {
     for parallel in [false, true] {
-        let options = CheckOptions {
-            parallel,
-            ..CheckOptions::default()
-        };
+        let options = CheckOptions { parallel, ..CheckOptions::default() };
         let verdict = check(model, history, &options).unwrap();
         let got = match verdict {
             Verdict::Ok => Expect::Ok,
@@ -75,22 +53,8 @@ mod register {
         op(id, id, In::Write(value), Some(Out::Write), call, ret)
     }
 
-    fn cas(
-        id: u64,
-        expected: i64,
-        new: i64,
-        swapped: bool,
-        call: u64,
-        ret: u64,
-    ) -> Operation<In, Out> {
-        op(
-            id,
-            id,
-            In::Cas { expected, new },
-            Some(Out::Cas { swapped }),
-            call,
-            ret,
-        )
+    fn cas(id: u64, expected: i64, new: i64, swapped: bool, call: u64, ret: u64) -> Operation<In, Out> {
+        op(id, id, In::Cas { expected, new }, Some(Out::Cas { swapped }), call, ret)
     }
 
     fn case(name: &str, history: Vec<Operation<In, Out>>, expected: Expect) {
@@ -100,21 +64,9 @@ mod register {
     #[test]
     fn hand_written_histories() {
         case("empty history", vec![], Expect::Ok);
-        case(
-            "a read of a fresh register sees nil",
-            vec![read(0, None, 0, 1)],
-            Expect::Ok,
-        );
-        case(
-            "write then read",
-            vec![write(0, 1, 0, 10), read(1, Some(1), 20, 30)],
-            Expect::Ok,
-        );
-        case(
-            "read misses a completed write",
-            vec![write(0, 1, 0, 10), read(1, None, 20, 30)],
-            Expect::Illegal,
-        );
+        case("a read of a fresh register sees nil", vec![read(0, None, 0, 1)], Expect::Ok);
+        case("write then read", vec![write(0, 1, 0, 10), read(1, Some(1), 20, 30)], Expect::Ok);
+        case("read misses a completed write", vec![write(0, 1, 0, 10), read(1, None, 20, 30)], Expect::Illegal);
         case(
             "read overlapping a write may see the old value",
             vec![write(0, 1, 0, 10), read(1, None, 5, 30)],
@@ -130,18 +82,10 @@ mod register {
             vec![read(0, Some(1), 0, 10), write(1, 1, 20, 30)],
             Expect::Illegal,
         );
-        case(
-            "equal times count as concurrent",
-            vec![read(0, Some(1), 0, 10), write(1, 1, 10, 30)],
-            Expect::Ok,
-        );
+        case("equal times count as concurrent", vec![read(0, Some(1), 0, 10), write(1, 1, 10, 30)], Expect::Ok);
         case(
             "stale read after an overwrite",
-            vec![
-                write(0, 1, 0, 10),
-                write(1, 2, 20, 30),
-                read(2, Some(1), 40, 50),
-            ],
+            vec![write(0, 1, 0, 10), write(1, 2, 20, 30), read(2, Some(1), 40, 50)],
             Expect::Illegal,
         );
         case(
@@ -157,12 +101,7 @@ mod register {
         );
         case(
             "two readers may see concurrent writes in either order, but consistently",
-            vec![
-                write(0, 1, 0, 100),
-                write(1, 2, 0, 100),
-                read(2, Some(2), 10, 20),
-                read(3, Some(1), 30, 40),
-            ],
+            vec![write(0, 1, 0, 100), write(1, 2, 0, 100), read(2, Some(2), 10, 20), read(3, Some(1), 30, 40)],
             Expect::Ok,
         );
         case(
@@ -204,25 +143,9 @@ mod register {
             ],
             Expect::Ok,
         );
-        case(
-            "cas swaps",
-            vec![
-                write(0, 1, 0, 10),
-                cas(1, 1, 2, true, 20, 30),
-                read(2, Some(2), 40, 50),
-            ],
-            Expect::Ok,
-        );
-        case(
-            "cas cannot swap from nil",
-            vec![cas(0, 1, 2, true, 0, 10)],
-            Expect::Illegal,
-        );
-        case(
-            "a cas that saw a mismatch",
-            vec![write(0, 1, 0, 10), cas(1, 2, 3, false, 20, 30)],
-            Expect::Ok,
-        );
+        case("cas swaps", vec![write(0, 1, 0, 10), cas(1, 1, 2, true, 20, 30), read(2, Some(2), 40, 50)], Expect::Ok);
+        case("cas cannot swap from nil", vec![cas(0, 1, 2, true, 0, 10)], Expect::Illegal);
+        case("a cas that saw a mismatch", vec![write(0, 1, 0, 10), cas(1, 2, 3, false, 20, 30)], Expect::Ok);
         case(
             "a cas that wrongly saw a mismatch",
             vec![write(0, 1, 0, 10), cas(1, 1, 3, false, 20, 30)],
@@ -230,47 +153,19 @@ mod register {
         );
         case(
             "an open cas applies only if its compare matches",
-            vec![
-                write(0, 1, 0, 10),
-                open(
-                    1,
-                    1,
-                    In::Cas {
-                        expected: 5,
-                        new: 6,
-                    },
-                    20,
-                ),
-                read(2, Some(6), 30, 40),
-            ],
+            vec![write(0, 1, 0, 10), open(1, 1, In::Cas { expected: 5, new: 6 }, 20), read(2, Some(6), 30, 40)],
             Expect::Illegal,
         );
         case(
             "an open cas whose compare matched",
-            vec![
-                write(0, 1, 0, 10),
-                open(
-                    1,
-                    1,
-                    In::Cas {
-                        expected: 1,
-                        new: 6,
-                    },
-                    20,
-                ),
-                read(2, Some(6), 30, 40),
-            ],
+            vec![write(0, 1, 0, 10), open(1, 1, In::Cas { expected: 1, new: 6 }, 20), read(2, Some(6), 30, 40)],
             Expect::Ok,
         );
     }
 
     #[test]
     fn counterexample_names_the_prefix_the_state_and_the_stuck_read() {
-        let history = vec![
-            write(10, 1, 0, 10),
-            read(11, Some(1), 20, 30),
-            read(12, None, 40, 50),
-        ];
+        let history = vec![write(10, 1, 0, 10), read(11, Some(1), 20, 30), read(12, None, 40, 50)];
         let Verdict::Illegal(counterexample) =
             check(&RegisterModel::new(), &history, &CheckOptions::default()).unwrap()
         else {
@@ -279,27 +174,16 @@ mod register {
         assert_eq!(counterexample.partition, 0);
         assert_eq!(counterexample.prefix, vec![10, 11]);
         assert_eq!(counterexample.state_after_prefix, "register = 1");
-        let stuck: Vec<_> = counterexample
-            .stuck
-            .iter()
-            .map(|op| (op.id, op.description.as_str()))
-            .collect();
+        let stuck: Vec<_> = counterexample.stuck.iter().map(|op| (op.id, op.description.as_str())).collect();
         assert_eq!(stuck, vec![(12, "read = nil")]);
     }
 
     #[test]
     fn operations_may_come_in_any_order() {
-        let mut history = vec![
-            write(0, 1, 0, 10),
-            write(1, 2, 20, 30),
-            read(2, Some(1), 40, 50),
-        ];
+        let mut history = vec![write(0, 1, 0, 10), write(1, 2, 20, 30), read(2, Some(1), 40, 50)];
         let forward = check(&RegisterModel::new(), &history, &CheckOptions::default()).unwrap();
         history.reverse();
-        assert_eq!(
-            check(&RegisterModel::new(), &history, &CheckOptions::default()).unwrap(),
-            forward
-        );
+        assert_eq!(check(&RegisterModel::new(), &history, &CheckOptions::default()).unwrap(), forward);
     }
 
     /// n writes of distinct values, all concurrent, then a read of a value never written: every
@@ -312,24 +196,12 @@ mod register {
 
     #[test]
     fn time_limit_gives_unknown_promptly() {
-        let options = CheckOptions {
-            time_limit: Some(Duration::from_millis(200)),
-            memory_limit_bytes: None,
-            parallel: false,
-        };
+        let options =
+            CheckOptions { time_limit: Some(Duration::from_millis(200)), memory_limit_bytes: None, parallel: false };
         let started = Instant::now();
         let verdict = check(&RegisterModel::new(), &pathological(60), &options).unwrap();
-        assert_eq!(
-            verdict,
-            Verdict::Unknown {
-                reason: UnknownReason::TimeLimit
-            }
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "took {:?}",
-            started.elapsed()
-        );
+        assert_eq!(verdict, Verdict::Unknown { reason: UnknownReason::TimeLimit });
+        assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
     }
 
     #[test]
@@ -340,25 +212,12 @@ mod register {
             parallel: false,
         };
         let verdict = check(&RegisterModel::new(), &pathological(60), &options).unwrap();
-        assert_eq!(
-            verdict,
-            Verdict::Unknown {
-                reason: UnknownReason::MemoryLimit
-            }
-        );
+        assert_eq!(verdict, Verdict::Unknown { reason: UnknownReason::MemoryLimit });
     }
 
     #[test]
     fn small_pathological_histories_finish_within_the_limits() {
-        assert!(
-            check(
-                &RegisterModel::new(),
-                &pathological(10),
-                &CheckOptions::default()
-            )
-            .unwrap()
-            .is_illegal()
-        );
+        assert!(check(&RegisterModel::new(), &pathological(10), &CheckOptions::default()).unwrap().is_illegal());
     }
 
     #[test]
@@ -375,14 +234,7 @@ mod register {
         ));
         // An open operation's return time is ignored: it never returns.
         let open_backwards = vec![op(0, 0, In::Write(1), None, 10, 5)];
-        assert_eq!(
-            check(
-                &RegisterModel::new(),
-                &open_backwards,
-                &CheckOptions::default()
-            ),
-            Ok(Verdict::Ok)
-        );
+        assert_eq!(check(&RegisterModel::new(), &open_backwards, &CheckOptions::default()), Ok(Verdict::Ok));
     }
 }
 
@@ -390,25 +242,11 @@ mod mutex {
     use super::*;
 
     fn acquire(id: u64, owner: u64, call: u64, ret: u64) -> Operation<MutexInput, MutexOutput> {
-        op(
-            id,
-            owner,
-            MutexInput::Acquire { owner },
-            Some(MutexOutput::Ok),
-            call,
-            ret,
-        )
+        op(id, owner, MutexInput::Acquire { owner }, Some(MutexOutput::Ok), call, ret)
     }
 
     fn release(id: u64, owner: u64, call: u64, ret: u64) -> Operation<MutexInput, MutexOutput> {
-        op(
-            id,
-            owner,
-            MutexInput::Release { owner },
-            Some(MutexOutput::Ok),
-            call,
-            ret,
-        )
+        op(id, owner, MutexInput::Release { owner }, Some(MutexOutput::Ok), call, ret)
     }
 
     fn case(name: &str, history: Vec<Operation<MutexInput, MutexOutput>>, expected: Expect) {
@@ -419,71 +257,30 @@ mod mutex {
     fn hand_written_histories() {
         case(
             "acquire, release, acquire",
-            vec![
-                acquire(0, 1, 0, 10),
-                release(1, 1, 20, 30),
-                acquire(2, 2, 40, 50),
-            ],
+            vec![acquire(0, 1, 0, 10), release(1, 1, 20, 30), acquire(2, 2, 40, 50)],
             Expect::Ok,
         );
-        case(
-            "two holders at once",
-            vec![acquire(0, 1, 0, 10), acquire(1, 2, 20, 30)],
-            Expect::Illegal,
-        );
-        case(
-            "release by a non-holder",
-            vec![acquire(0, 1, 0, 10), release(1, 2, 20, 30)],
-            Expect::Illegal,
-        );
-        case(
-            "release of a free lock",
-            vec![release(0, 1, 0, 10)],
-            Expect::Illegal,
-        );
+        case("two holders at once", vec![acquire(0, 1, 0, 10), acquire(1, 2, 20, 30)], Expect::Illegal);
+        case("release by a non-holder", vec![acquire(0, 1, 0, 10), release(1, 2, 20, 30)], Expect::Illegal);
+        case("release of a free lock", vec![release(0, 1, 0, 10)], Expect::Illegal);
         case(
             "an open release may have freed the lock",
-            vec![
-                acquire(0, 1, 0, 10),
-                open(1, 1, MutexInput::Release { owner: 1 }, 20),
-                acquire(2, 2, 30, 40),
-            ],
+            vec![acquire(0, 1, 0, 10), open(1, 1, MutexInput::Release { owner: 1 }, 20), acquire(2, 2, 30, 40)],
             Expect::Ok,
         );
         case(
             "a slow acquire may be granted after a quicker holder released",
-            vec![
-                acquire(0, 1, 0, 50),
-                acquire(1, 2, 10, 20),
-                release(2, 2, 30, 40),
-            ],
+            vec![acquire(0, 1, 0, 50), acquire(1, 2, 10, 20), release(2, 2, 30, 40)],
             Expect::Ok,
         );
         case(
             "refused while held",
-            vec![
-                acquire(0, 1, 0, 10),
-                op(
-                    1,
-                    2,
-                    MutexInput::Acquire { owner: 2 },
-                    Some(MutexOutput::Refused),
-                    20,
-                    30,
-                ),
-            ],
+            vec![acquire(0, 1, 0, 10), op(1, 2, MutexInput::Acquire { owner: 2 }, Some(MutexOutput::Refused), 20, 30)],
             Expect::Ok,
         );
         case(
             "refused while free",
-            vec![op(
-                0,
-                2,
-                MutexInput::Acquire { owner: 2 },
-                Some(MutexOutput::Refused),
-                20,
-                30,
-            )],
+            vec![op(0, 2, MutexInput::Acquire { owner: 2 }, Some(MutexOutput::Refused), 20, 30)],
             Expect::Illegal,
         );
     }
@@ -495,32 +292,12 @@ mod kv {
     type In = KvInput<&'static str, i64>;
     type Out = KvOutput<i64>;
 
-    fn get(
-        id: u64,
-        key: &'static str,
-        value: Option<i64>,
-        call: u64,
-        ret: u64,
-    ) -> Operation<In, Out> {
-        op(
-            id,
-            id,
-            KvInput::Op(KvOp::Get(key)),
-            Some(KvOutput::Get(value)),
-            call,
-            ret,
-        )
+    fn get(id: u64, key: &'static str, value: Option<i64>, call: u64, ret: u64) -> Operation<In, Out> {
+        op(id, id, KvInput::Op(KvOp::Get(key)), Some(KvOutput::Get(value)), call, ret)
     }
 
     fn put(id: u64, key: &'static str, value: i64, call: u64, ret: u64) -> Operation<In, Out> {
-        op(
-            id,
-            id,
-            KvInput::Op(KvOp::Put(key, value)),
-            Some(KvOutput::Done),
-            call,
-            ret,
-        )
+        op(id, id, KvInput::Op(KvOp::Put(key, value)), Some(KvOutput::Done), call, ret)
     }
 
     /// If `key_if == value_if`, put `key_then = value_then`.
@@ -532,24 +309,11 @@ mod kv {
         (call, ret): (u64, u64),
     ) -> Operation<In, Out> {
         let input = KvInput::Txn(Txn {
-            compare: vec![TxnCompare {
-                key: key_if,
-                value: Some(value_if),
-            }],
+            compare: vec![TxnCompare { key: key_if, value: Some(value_if) }],
             success: vec![KvOp::Put(key_then, value_then)],
             failure: vec![],
         });
-        op(
-            id,
-            id,
-            input,
-            Some(KvOutput::Txn {
-                succeeded,
-                gets: vec![],
-            }),
-            call,
-            ret,
-        )
+        op(id, id, input, Some(KvOutput::Txn { succeeded, gets: vec![] }), call, ret)
     }
 
     fn case(name: &str, history: Vec<Operation<In, Out>>, expected: Expect) {
@@ -568,11 +332,7 @@ mod kv {
             ],
             Expect::Ok,
         );
-        case(
-            "a missed put",
-            vec![put(0, "a", 1, 0, 10), get(1, "a", None, 20, 30)],
-            Expect::Illegal,
-        );
+        case("a missed put", vec![put(0, "a", 1, 0, 10), get(1, "a", None, 20, 30)], Expect::Illegal);
         case(
             "a stale read on one key among many",
             vec![
@@ -586,36 +346,22 @@ mod kv {
         );
         case(
             "a transaction that saw a value never written",
-            vec![
-                put(0, "a", 2, 0, 10),
-                txn(1, ("a", 1), ("b", 1), true, (20, 30)),
-            ],
+            vec![put(0, "a", 2, 0, 10), txn(1, ("a", 1), ("b", 1), true, (20, 30))],
             Expect::Illegal,
         );
         case(
             "a transaction links two keys",
-            vec![
-                put(0, "a", 1, 0, 10),
-                txn(1, ("a", 1), ("b", 7), true, (20, 30)),
-                get(2, "b", Some(7), 40, 50),
-            ],
+            vec![put(0, "a", 1, 0, 10), txn(1, ("a", 1), ("b", 7), true, (20, 30)), get(2, "b", Some(7), 40, 50)],
             Expect::Ok,
         );
         case(
             "a transaction's effect must be seen after it",
-            vec![
-                put(0, "a", 1, 0, 10),
-                txn(1, ("a", 1), ("b", 7), true, (20, 30)),
-                get(2, "b", None, 40, 50),
-            ],
+            vec![put(0, "a", 1, 0, 10), txn(1, ("a", 1), ("b", 7), true, (20, 30)), get(2, "b", None, 40, 50)],
             Expect::Illegal,
         );
         case(
             "a failed compare must match the state",
-            vec![
-                put(0, "a", 1, 0, 10),
-                txn(1, ("a", 1), ("b", 7), false, (20, 30)),
-            ],
+            vec![put(0, "a", 1, 0, 10), txn(1, ("a", 1), ("b", 7), false, (20, 30))],
             Expect::Illegal,
         );
     }
@@ -624,9 +370,7 @@ mod kv {
     /// partition in operation-id order, in parallel and sequential runs alike.
     #[test]
     fn the_reported_failure_is_deterministic() {
-        const KEYS: [&str; 12] = [
-            "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11",
-        ];
+        const KEYS: [&str; 12] = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11"];
         let mut history = Vec::new();
         for (index, key) in KEYS.iter().enumerate() {
             let base = index as u64 * 10;
@@ -635,21 +379,13 @@ mod kv {
             let stale = index % 4 == 3;
             history.push(get(base + 2, key, Some(if stale { 1 } else { 2 }), 40, 50));
         }
-        let sequential = CheckOptions {
-            parallel: false,
-            ..CheckOptions::default()
-        };
+        let sequential = CheckOptions { parallel: false, ..CheckOptions::default() };
         let expected = check(&KvModel::new(), &history, &sequential).unwrap();
-        let Verdict::Illegal(counterexample) = &expected else {
-            panic!("stale reads")
-        };
+        let Verdict::Illegal(counterexample) = &expected else { panic!("stale reads") };
         assert_eq!(counterexample.partition, 3);
         assert_eq!(counterexample.prefix, vec![30, 31]);
         for _ in 0..20 {
-            assert_eq!(
-                check(&KvModel::new(), &history, &CheckOptions::default()).unwrap(),
-                expected
-            );
+            assert_eq!(check(&KvModel::new(), &history, &CheckOptions::default()).unwrap(), expected);
         }
     }
 }

@@ -7,9 +7,7 @@
 use coordsim_checker::linearizability::models::{
     MutexInput, MutexModel, MutexOutput, RegisterInput, RegisterModel, RegisterOutput,
 };
-use coordsim_checker::linearizability::{
-    CheckOptions, Model, Operation, RETURN_NEVER, Verdict, check,
-};
+use coordsim_checker::linearizability::{CheckOptions, Model, Operation, RETURN_NEVER, Verdict, check};
 use proptest::prelude::*;
 
 type In = RegisterInput<i64>;
@@ -31,17 +29,14 @@ fn place_rest<M: Model>(
         return true;
     }
     let return_of = |op: &Operation<M::Input, M::Output>| {
-        if op.output.is_some() {
-            op.return_ns
-        } else {
-            RETURN_NEVER
-        }
+        if op.output.is_some() { op.return_ns } else { RETURN_NEVER }
     };
     for (index, op) in history.iter().enumerate() {
         // `op` may go next unless some other unplaced operation returned strictly before its call.
-        let blocked = history.iter().enumerate().any(|(other, other_op)| {
-            other != index && !placed[other] && return_of(other_op) < op.call_ns
-        });
+        let blocked = history
+            .iter()
+            .enumerate()
+            .any(|(other, other_op)| other != index && !placed[other] && return_of(other_op) < op.call_ns);
         if placed[index] || blocked {
             continue;
         }
@@ -59,16 +54,7 @@ fn place_rest<M: Model>(
 }
 
 fn verdict<M: Model>(model: &M, history: &[Operation<M::Input, M::Output>]) -> bool {
-    match check(
-        model,
-        history,
-        &CheckOptions {
-            parallel: false,
-            ..CheckOptions::default()
-        },
-    )
-    .unwrap()
-    {
+    match check(model, history, &CheckOptions { parallel: false, ..CheckOptions::default() }).unwrap() {
         Verdict::Ok => true,
         Verdict::Illegal(_) => false,
         Verdict::Unknown { reason } => panic!("unknown on a tiny history: {reason}"),
@@ -89,9 +75,7 @@ fn run_register(state: Option<i64>, input: &In) -> (Out, Option<i64>) {
     match input {
         In::Read => (Out::Read(state), state),
         In::Write(value) => (Out::Write, Some(*value)),
-        In::Cas { expected, new } if state == Some(*expected) => {
-            (Out::Cas { swapped: true }, Some(*new))
-        }
+        In::Cas { expected, new } if state == Some(*expected) => (Out::Cas { swapped: true }, Some(*new)),
         In::Cas { .. } => (Out::Cas { swapped: false }, state),
     }
 }
@@ -100,13 +84,7 @@ fn run_register(state: Option<i64>, input: &In) -> (Out, Option<i64>) {
 /// and after its linearization point, and whether its outcome is lost (then whether it took
 /// effect).
 fn sequential_op() -> impl Strategy<Value = (In, u64, u64, bool, bool)> {
-    (
-        register_input(),
-        0..60u64,
-        0..60u64,
-        prop::bool::weighted(0.15),
-        any::<bool>(),
-    )
+    (register_input(), 0..60u64, 0..60u64, prop::bool::weighted(0.15), any::<bool>())
 }
 
 fn history_from_sequential_run(ops: &[(In, u64, u64, bool, bool)]) -> Vec<Operation<In, Out>> {
@@ -139,13 +117,7 @@ fn tiny_register_history() -> impl Strategy<Value = Vec<Operation<In, Out>>> {
         1 => Just(Out::Write),
         2 => any::<bool>().prop_map(|swapped| Out::Cas { swapped }),
     ];
-    let one = (
-        register_input(),
-        output,
-        0..40u64,
-        0..20u64,
-        prop::bool::weighted(0.15),
-    );
+    let one = (register_input(), output, 0..40u64, 0..20u64, prop::bool::weighted(0.15));
     prop::collection::vec(one, 0..=7).prop_map(|ops| {
         ops.into_iter()
             .enumerate()
@@ -173,11 +145,7 @@ fn tiny_register_history() -> impl Strategy<Value = Vec<Operation<In, Out>>> {
 
 fn tiny_mutex_history() -> impl Strategy<Value = Vec<Operation<MutexInput, MutexOutput>>> {
     let input = (any::<bool>(), 0..3u64).prop_map(|(acquire, owner)| {
-        if acquire {
-            MutexInput::Acquire { owner }
-        } else {
-            MutexInput::Release { owner }
-        }
+        if acquire { MutexInput::Acquire { owner } } else { MutexInput::Release { owner } }
     });
     let output = prop_oneof![4 => Just(Some(MutexOutput::Ok)), 1 => Just(Some(MutexOutput::Refused)), 1 => Just(None)];
     let one = (input, output, 0..40u64, 0..20u64);
@@ -188,11 +156,7 @@ fn tiny_mutex_history() -> impl Strategy<Value = Vec<Operation<MutexInput, Mutex
                 id: index as u64,
                 client: index as u64,
                 input,
-                return_ns: if output.is_some() {
-                    call + length
-                } else {
-                    RETURN_NEVER
-                },
+                return_ns: if output.is_some() { call + length } else { RETURN_NEVER },
                 output,
                 call_ns: call,
             })
@@ -248,15 +212,8 @@ fn the_random_tiny_histories_are_sometimes_linearizable_and_sometimes_not() {
     let mut runner = TestRunner::deterministic();
     let (mut ok, mut illegal) = (0, 0);
     for _ in 0..500 {
-        let history = tiny_register_history()
-            .new_tree(&mut runner)
-            .unwrap()
-            .current();
-        if brute_force(&RegisterModel::new(), &history) {
-            ok += 1
-        } else {
-            illegal += 1
-        }
+        let history = tiny_register_history().new_tree(&mut runner).unwrap().current();
+        if brute_force(&RegisterModel::new(), &history) { ok += 1 } else { illegal += 1 }
     }
     assert!(ok > 50 && illegal > 50, "ok {ok}, illegal {illegal}");
 }

@@ -34,11 +34,7 @@ fn verdict_of(file: &str, options: &CheckOptions) -> Verdict {
 #[test]
 fn all_jepsen_etcd_histories_get_porcupines_verdicts() {
     let expectations = expectations();
-    assert_eq!(
-        expectations.len(),
-        103,
-        "102 histories and the empty etcd_095"
-    );
+    assert_eq!(expectations.len(), 103, "102 histories and the empty etcd_095");
     let options = CheckOptions::default();
     let started = Instant::now();
     let mut mismatches = Vec::new();
@@ -54,11 +50,7 @@ fn all_jepsen_etcd_histories_get_porcupines_verdicts() {
             mismatches.push(format!("{file}: expected {expected}, got {verdict:?}"));
         }
     }
-    eprintln!(
-        "checked {} files in {:?}",
-        expectations.len(),
-        started.elapsed()
-    );
+    eprintln!("checked {} files in {:?}", expectations.len(), started.elapsed());
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
 
@@ -66,10 +58,7 @@ fn all_jepsen_etcd_histories_get_porcupines_verdicts() {
 fn the_empty_history_is_linearizable() {
     let history = porcupine_log::read(&data_dir().join("jepsen/etcd_095.log")).unwrap();
     assert!(history.is_empty());
-    assert_eq!(
-        verdict_of("etcd_095.log", &CheckOptions::default()),
-        Verdict::Ok
-    );
+    assert_eq!(verdict_of("etcd_095.log", &CheckOptions::default()), Verdict::Ok);
 }
 
 #[test]
@@ -89,19 +78,12 @@ fn imported_histories_match_the_table_counts() {
 
 #[test]
 fn a_non_linearizable_history_reports_a_prefix_and_the_stuck_operations() {
-    let Verdict::Illegal(counterexample) = verdict_of("etcd_000.log", &CheckOptions::default())
-    else {
+    let Verdict::Illegal(counterexample) = verdict_of("etcd_000.log", &CheckOptions::default()) else {
         panic!("etcd_000 is not linearizable");
     };
     assert!(!counterexample.prefix.is_empty());
     assert!(!counterexample.stuck.is_empty());
     // Deterministic: the same report on a second run, sequential or parallel.
-    let sequential = CheckOptions {
-        parallel: false,
-        ..CheckOptions::default()
-    };
-    assert_eq!(
-        verdict_of("etcd_000.log", &sequential),
-        Verdict::Illegal(counterexample)
-    );
+    let sequential = CheckOptions { parallel: false, ..CheckOptions::default() };
+    assert_eq!(verdict_of("etcd_000.log", &sequential), Verdict::Illegal(counterexample));
 }

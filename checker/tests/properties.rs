@@ -15,18 +15,11 @@ impl Builder {
     fn new() -> Self {
         let mut history = History::new("test", 1);
         history.duration_ns = 30_000_000_000;
-        Builder {
-            history,
-            next_op: 1,
-        }
+        Builder { history, next_op: 1 }
     }
 
     fn push(&mut self, ms: u64, node: &str, event: Event) -> &mut Self {
-        self.history.entries.push(Entry {
-            time_ns: ms * 1_000_000,
-            node: node.into(),
-            event,
-        });
+        self.history.entries.push(Entry { time_ns: ms * 1_000_000, node: node.into(), event });
         self
     }
 
@@ -34,42 +27,13 @@ impl Builder {
     fn grant(&mut self, from: u64, to: u64, client: &str, token: i64) -> &mut Self {
         let op = self.next_op;
         self.next_op += 1;
-        self.push(
-            from,
-            client,
-            Event::Invoke {
-                op,
-                call: Call::Lock {
-                    name: "/l".into(),
-                    lease: 1,
-                },
-            },
-        );
-        self.push(
-            to,
-            client,
-            Event::Ok {
-                op,
-                ret: Return::Locked {
-                    key: format!("/l/{client}"),
-                    token,
-                },
-            },
-        );
+        self.push(from, client, Event::Invoke { op, call: Call::Lock { name: "/l".into(), lease: 1 } });
+        self.push(to, client, Event::Ok { op, ret: Return::Locked { key: format!("/l/{client}"), token } });
         self.belief(to, client, token, Phase::Start)
     }
 
     fn belief(&mut self, ms: u64, client: &str, token: i64, phase: Phase) -> &mut Self {
-        self.push(
-            ms,
-            client,
-            Event::Belief {
-                lock: "/l".into(),
-                token,
-                phase,
-                reason: None,
-            },
-        )
+        self.push(ms, client, Event::Belief { lock: "/l".into(), token, phase, reason: None })
     }
 
     fn write(&mut self, ms: u64, client: &str, token: i64, accepted: bool) -> &mut Self {
@@ -119,10 +83,7 @@ fn mutual_exclusion_finding_names_holders_tokens_and_times() {
     assert_eq!(report.findings.len(), 1);
     let message = &report.findings[0].message;
     for needle in ["c1", "token 33", "c2", "token 34", "11.000s", "6.000s"] {
-        assert!(
-            message.contains(needle),
-            "{needle:?} missing from {message:?}"
-        );
+        assert!(message.contains(needle), "{needle:?} missing from {message:?}");
     }
 }
 
@@ -138,21 +99,14 @@ fn dual_ownership_is_reported_but_never_fails() {
 #[test]
 fn sequential_holders_pass_everything() {
     let mut b = Builder::new();
-    b.grant(0, 10, "c1", 5)
-        .write(20, "c1", 5, true)
-        .write(30, "c1", 5, true);
+    b.grant(0, 10, "c1", 5).write(20, "c1", 5, true).write(30, "c1", 5, true);
     b.belief(40, "c1", 5, Phase::End);
     b.grant(15, 50, "c2", 7).write(60, "c2", 7, true);
     b.belief(70, "c2", 7, Phase::End);
     for property in Property::ALL {
         assert_eq!(b.verdict(property), Verdict::Pass, "{property}");
     }
-    assert!(
-        Property::DualOwnership
-            .check(&b.history)
-            .findings
-            .is_empty()
-    );
+    assert!(Property::DualOwnership.check(&b.history).findings.is_empty());
 }
 
 #[test]
@@ -164,11 +118,7 @@ fn older_grant_writing_after_newer_fails_mutual_exclusion_even_with_a_higher_tok
     b.grant(30, 40, "c2", 3).write(50, "c2", 3, true);
     b.write(60, "c1", 9, true);
     assert_eq!(b.verdict(Property::MutualExclusion), Verdict::Fail);
-    assert_eq!(
-        b.verdict(Property::Fencing),
-        Verdict::Fail,
-        "c2's token 3 came after 9"
-    );
+    assert_eq!(b.verdict(Property::Fencing), Verdict::Fail, "c2's token 3 came after 9");
 }
 
 #[test]
@@ -187,16 +137,8 @@ fn history_round_trips_through_json() {
 
 #[test]
 fn history_with_wrong_schema_or_bad_json_is_an_error_not_a_panic() {
-    let text = case_01(true)
-        .history
-        .to_json()
-        .replace("coordsim-history/1", "coordsim-history/99");
-    assert!(
-        History::from_json(&text)
-            .unwrap_err()
-            .to_string()
-            .contains("schema")
-    );
+    let text = case_01(true).history.to_json().replace("coordsim-history/1", "coordsim-history/99");
+    assert!(History::from_json(&text).unwrap_err().to_string().contains("schema"));
     let error = History::from_json("{\"schema\": ").unwrap_err().to_string();
     assert!(error.starts_with("line 1"), "{error}");
 }

@@ -11,6 +11,7 @@ pub const LIBRARY: &[(&str, &str)] = &[
         "split-brain-gc-pause-fenced",
         include_str!("../library/split-brain-gc-pause-fenced.toml"),
     ),
+    ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 
 /// The TOML text of the library scenario `name`.

@@ -14,8 +14,9 @@ use std::time::Instant;
 use coordsim_checker::history::{History, NodeRole};
 use madsim::runtime::{Handle, Runtime};
 
-use crate::clock::Clock;
-use crate::nemesis;
+use crate::clock::{Clock, registry};
+use crate::nemesis::{self, Member, Topology};
+use crate::netfault;
 use crate::raft::Durable;
 use crate::recorder::Recorder;
 use crate::resource::{RESOURCE_PORT, serve_resource};
@@ -51,11 +52,17 @@ pub async fn simulate(scenario: Scenario) -> History {
     let seed = handle.seed();
     let epoch = Instant::now();
     let recorder = Recorder::new(&scenario.name, seed, epoch);
-    let mut nodes = BTreeMap::new();
+    let plan = nemesis::plan::plan(&scenario, seed);
 
-    let members: BTreeMap<u64, SocketAddr> = (1..=scenario.cluster.servers as u64)
-        .map(|id| (id, server_addr(id)))
-        .collect();
+    // Every node's clock is fixed before any node starts: openraft finds them by node name.
+    let clock_of = |name: &str| Clock::new(epoch, nemesis::plan::clock_schedule(&scenario, &plan, name));
+    let names: Vec<String> = scenario.server_names().into_iter().chain(scenario.client_names()).collect();
+    registry::install(epoch, names.iter().map(|name| (name.clone(), clock_of(name))).collect());
+    netfault::reset();
+
+    let mut topology = Topology::default();
+    let members: BTreeMap<u64, SocketAddr> =
+        (1..=scenario.cluster.servers as u64).map(|id| (id, server_addr(id))).collect();
     for &id in members.keys() {
         let spec = ServerSpec {
             id,
@@ -64,9 +71,9 @@ pub async fn simulate(scenario: Scenario) -> History {
             bootstrap: id == 1,
             raft: RaftTiming::default(),
         };
-        // Outside the node's tasks, so that it would survive a crash of the node.
+        // Outside the node's tasks, so that it survives a crash of the node.
         let durable = Arc::new(Mutex::new(Durable::default()));
-        let (clock, rec) = (Clock::new(epoch), recorder.clone());
+        let (clock, rec) = (clock_of(&spec.name), recorder.clone());
         recorder.add_node(&spec.name, NodeRole::Server);
         let node = handle
             .create_node()
@@ -74,10 +81,10 @@ pub async fn simulate(scenario: Scenario) -> History {
             .ip(server_addr(id).ip())
             .init(move || serve(spec.clone(), durable.clone(), clock.clone(), rec.clone()))
             .build();
-        nodes.insert(format!("s{id}"), node.id());
+        topology.servers.push(Member { name: format!("s{id}"), id: node.id(), ip: server_addr(id).ip() });
     }
 
-    let (clock, rec) = (Clock::new(epoch), recorder.clone());
+    let rec = recorder.clone();
     let mode = scenario.resource.mode;
     recorder.add_node(RESOURCE, NodeRole::Resource);
     let resource = handle
@@ -86,42 +93,45 @@ pub async fn simulate(scenario: Scenario) -> History {
         .ip(resource_addr().ip())
         .init(move || serve_resource(resource_addr(), RESOURCE.to_string(), mode, rec.clone()))
         .build();
-    nodes.insert(RESOURCE.to_string(), resource.id());
+    topology.others.push(Member { name: RESOURCE.to_string(), id: resource.id(), ip: resource_addr().ip() });
 
     let servers: Vec<(u64, SocketAddr)> = members.iter().map(|(id, addr)| (*id, *addr)).collect();
+    let ttl_ms = scenario.lock.ttl.ms();
     for (index, name) in scenario.client_names().into_iter().enumerate() {
         let plan = ClientPlan {
             name: name.clone(),
             addr: client_addr(index + 1),
             servers: servers.clone(),
             lock_name: scenario.lock.name.clone(),
-            ttl_ms: scenario.lock.ttl.ms(),
-            start: scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32,
+            ttl_ms,
+            deadline_ms: scenario.lock.client_deadline.map(|d| d.ms()),
+            start: epoch + scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32,
             hold: scenario.clients.hold.0,
             writes_per_hold: scenario.clients.writes_per_hold,
             think: scenario.clients.think.0,
             resource: (RESOURCE.to_string(), resource_addr()),
         };
         recorder.add_node(&name, NodeRole::Client);
-        let (clock, rec) = (clock.clone(), recorder.clone());
+        let (clock, rec) = (clock_of(&name), recorder.clone());
         let node = handle
             .create_node()
             .name(name.clone())
             .ip(plan.addr.ip())
             .init(move || run_client(plan.clone(), clock.clone(), rec.clone()))
             .build();
-        nodes.insert(name, node.id());
+        topology.clients.push(Member { name, id: node.id(), ip: client_addr(index + 1).ip() });
     }
 
-    let faults = nemesis::plan(&scenario.nemesis, &nodes);
-    madsim::task::spawn(nemesis::run(faults, epoch, recorder.clone()));
+    let nodes: Vec<_> =
+        topology.servers.iter().chain(&topology.clients).chain(&topology.others).map(|m| m.id).collect();
+    madsim::task::spawn(nemesis::run(plan, topology, epoch, recorder.clone()));
 
     madsim::time::sleep_until(epoch + scenario.duration.0).await;
     let history = recorder.finish();
     // Tasks that wait on each other (a watch long-poll holds the server that holds the Notify
     // that holds the poll's waker) form cycles that outlive the runtime and leak every seed's
     // state. Killing the nodes drops their tasks; the executor needs one more tick for that.
-    for node in nodes.into_values() {
+    for node in nodes {
         handle.kill(node);
     }
     madsim::time::sleep(std::time::Duration::from_millis(1)).await;

@@ -52,10 +52,7 @@ impl Lessor {
     pub fn promote(&mut self, now: LocalTime, leases: impl IntoIterator<Item = (LeaseId, u64)>) {
         self.primary = true;
         self.revoking.clear();
-        self.leases = leases
-            .into_iter()
-            .map(|(lease, ttl_ms)| (lease, (ttl_ms, now.plus_ms(ttl_ms))))
-            .collect();
+        self.leases = leases.into_iter().map(|(lease, ttl_ms)| (lease, (ttl_ms, now.plus_ms(ttl_ms)))).collect();
     }
 
     /// This server stopped being leader: it must neither expire leases nor acknowledge renewals.
@@ -73,10 +70,7 @@ impl Lessor {
         if self.revoking.contains(&lease) {
             return Err(RenewError::LeaseNotFound);
         }
-        let (ttl_ms, deadline) = self
-            .leases
-            .get_mut(&lease)
-            .ok_or(RenewError::LeaseNotFound)?;
+        let (ttl_ms, deadline) = self.leases.get_mut(&lease).ok_or(RenewError::LeaseNotFound)?;
         *deadline = now.plus_ms(*ttl_ms);
         Ok(*ttl_ms)
     }
@@ -104,9 +98,7 @@ impl Lessor {
 
     /// Remaining time of a lease by this server's clock, in ms.
     pub fn remaining_ms(&self, lease: LeaseId, now: LocalTime) -> Option<u64> {
-        self.leases
-            .get(&lease)
-            .map(|(_, deadline)| now.ms_until(*deadline))
+        self.leases.get(&lease).map(|(_, deadline)| now.ms_until(*deadline))
     }
 }
 
@@ -135,10 +127,7 @@ mod tests {
         lessor.on_grant(1, 1000, T0);
         assert!(lessor.take_expired(at_ms(999)).is_empty());
         assert_eq!(lessor.take_expired(at_ms(1000)), vec![1]);
-        assert!(
-            lessor.take_expired(at_ms(1100)).is_empty(),
-            "returned once while revoking"
-        );
+        assert!(lessor.take_expired(at_ms(1100)).is_empty(), "returned once while revoking");
         lessor.revoke_failed(1);
         assert_eq!(lessor.take_expired(at_ms(1200)), vec![1]);
     }

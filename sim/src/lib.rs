@@ -8,6 +8,8 @@ pub mod clock;
 pub mod harness;
 pub mod lessor;
 pub mod nemesis;
+pub mod netfault;
+pub mod node;
 pub mod raft;
 pub mod recipe;
 pub mod recorder;

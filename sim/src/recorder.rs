@@ -5,12 +5,11 @@
 //! local [`crate::clock::Clock`]. Shared by all nodes of one simulation, which madsim runs on a
 //! single thread, so the mutex is never contended and is never held across an `.await`.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use coordsim_checker::history::{
-    Call, Entry, Event, FaultId, History, NodeInfo, NodeRole, OpId, Return,
-};
+use coordsim_checker::history::{Call, Entry, Event, History, NodeInfo, NodeRole, OpId, RaftRole, Return};
 
 #[derive(Clone, Debug)]
 pub struct Recorder {
@@ -22,21 +21,16 @@ struct Inner {
     epoch: Instant,
     history: History,
     next_op: OpId,
-    next_fault: FaultId,
+    /// Each server's latest role and term, as its Role events said: the nemesis aims faults at
+    /// "the leader" with it.
+    roles: BTreeMap<String, (RaftRole, u64)>,
 }
 
 impl Recorder {
     /// `epoch` is the simulated instant at which the run starts (true time 0).
     pub fn new(scenario: &str, seed: u64, epoch: Instant) -> Self {
-        let inner = Inner {
-            epoch,
-            history: History::new(scenario, seed),
-            next_op: 1,
-            next_fault: 1,
-        };
-        Recorder {
-            inner: Arc::new(Mutex::new(inner)),
-        }
+        let inner = Inner { epoch, history: History::new(scenario, seed), next_op: 1, roles: BTreeMap::new() };
+        Recorder { inner: Arc::new(Mutex::new(inner)) }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -44,10 +38,7 @@ impl Recorder {
     }
 
     pub fn add_node(&self, name: &str, role: NodeRole) {
-        self.lock().history.nodes.push(NodeInfo {
-            name: name.to_string(),
-            role,
-        });
+        self.lock().history.nodes.push(NodeInfo { name: name.to_string(), role });
     }
 
     /// True simulated time since the start of the run, in ns.
@@ -59,18 +50,12 @@ impl Recorder {
         let mut inner = self.lock();
         let time_ns = inner.epoch.elapsed().as_nanos() as u64;
         if let Some(last) = inner.history.entries.last() {
-            assert!(
-                last.time_ns <= time_ns,
-                "history time went backwards: {} after {}",
-                time_ns,
-                last.time_ns
-            );
+            assert!(last.time_ns <= time_ns, "history time went backwards: {} after {}", time_ns, last.time_ns);
         }
-        inner.history.entries.push(Entry {
-            time_ns,
-            node: node.to_string(),
-            event,
-        });
+        if let Event::Role { role, term } = &event {
+            inner.roles.insert(node.to_string(), (*role, *term));
+        }
+        inner.history.entries.push(Entry { time_ns, node: node.to_string(), event });
     }
 
     /// Records the invocation of `call` by `node`; returns the operation's id.
@@ -90,30 +75,23 @@ impl Recorder {
     }
 
     pub fn fail(&self, node: &str, op: OpId, error: impl Into<String>) {
-        self.record(
-            node,
-            Event::Fail {
-                op,
-                error: error.into(),
-            },
-        );
+        self.record(node, Event::Fail { op, error: error.into() });
     }
 
     pub fn info(&self, node: &str, op: OpId, error: impl Into<String>) {
-        self.record(
-            node,
-            Event::Info {
-                op,
-                error: error.into(),
-            },
-        );
+        self.record(node, Event::Info { op, error: error.into() });
     }
 
-    pub fn next_fault_id(&self) -> FaultId {
-        let mut inner = self.lock();
-        let id = inner.next_fault;
-        inner.next_fault += 1;
-        id
+    /// The server that leads the highest term, by the latest Role events (`None` if no server
+    /// is leader, e.g. during an election).
+    pub fn leader(&self) -> Option<String> {
+        let inner = self.lock();
+        inner
+            .roles
+            .iter()
+            .filter(|(_, (role, _))| *role == RaftRole::Leader)
+            .max_by_key(|(name, (_, term))| (*term, std::cmp::Reverse((*name).clone())))
+            .map(|(name, _)| name.clone())
     }
 
     /// The history so far, closed at the current true time.

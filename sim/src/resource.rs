@@ -55,29 +55,16 @@ impl Resource {
         if accepted {
             self.highest = self.highest.max(token);
         }
-        Decision {
-            accepted,
-            highest_before,
-        }
+        Decision { accepted, highest_before }
     }
 }
 
 /// Serves writes until the simulation ends, recording each decision.
-pub async fn serve_resource(
-    addr: SocketAddr,
-    name: String,
-    mode: ResourceMode,
-    recorder: Recorder,
-) {
-    let endpoint = Endpoint::bind(addr)
-        .await
-        .expect("the resource binds its own address");
+pub async fn serve_resource(addr: SocketAddr, name: String, mode: ResourceMode, recorder: Recorder) {
+    let endpoint = Endpoint::bind(addr).await.expect("the resource binds its own address");
     let resource = Arc::new(Mutex::new(Resource::new(mode)));
     endpoint.add_rpc_handler(move |write: ResourceWrite| {
-        let decision = resource
-            .lock()
-            .expect("resource lock poisoned")
-            .write(write.token);
+        let decision = resource.lock().expect("resource lock poisoned").write(write.token);
         recorder.record(
             &name,
             Event::Resource {
@@ -93,9 +80,7 @@ pub async fn serve_resource(
             if decision.accepted {
                 ResourceReply::Accepted
             } else {
-                ResourceReply::Rejected {
-                    highest: decision.highest_before,
-                }
+                ResourceReply::Rejected { highest: decision.highest_before }
             }
         }
     });
@@ -111,29 +96,14 @@ mod tests {
         let mut resource = Resource::new(ResourceMode::Fenced);
         assert!(resource.write(33).accepted);
         assert!(resource.write(34).accepted);
-        assert_eq!(
-            resource.write(33),
-            Decision {
-                accepted: false,
-                highest_before: 34
-            }
-        );
-        assert!(
-            resource.write(34).accepted,
-            "the current holder may write again"
-        );
+        assert_eq!(resource.write(33), Decision { accepted: false, highest_before: 34 });
+        assert!(resource.write(34).accepted, "the current holder may write again");
     }
 
     #[test]
     fn unfenced_resource_accepts_everything() {
         let mut resource = Resource::new(ResourceMode::Unfenced);
         assert!(resource.write(34).accepted);
-        assert_eq!(
-            resource.write(33),
-            Decision {
-                accepted: true,
-                highest_before: 34
-            }
-        );
+        assert_eq!(resource.write(33), Decision { accepted: true, highest_before: 34 });
     }
 }

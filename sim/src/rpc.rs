@@ -5,8 +5,7 @@ use madsim::net::rpc::Request;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{
-    Command, CommandResponse, Event, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision,
-    StoreError,
+    Command, CommandResponse, Event, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError,
 };
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -15,20 +14,13 @@ pub enum ClientRequest {
     Write(Command),
     /// A read. Linearizable reads go through the leader's read index (etcd's default);
     /// serializable ones are served from the contacted server's applied state, possibly stale.
-    Range {
-        request: RangeRequest,
-        linearizable: bool,
-    },
+    Range { request: RangeRequest, linearizable: bool },
     /// Renew a lease on the leader (etcd LeaseKeepAlive).
     KeepAlive { lease: LeaseId },
     /// Long-poll for changes to `range` with revision >= `from`, waiting at most `wait_ms` of
     /// the server's local time. Stateless on the server: a client resumes on any server with
     /// its next revision, as an etcd watch resumes with `start_revision`.
-    Watch {
-        range: KeyRange,
-        from: Revision,
-        wait_ms: u64,
-    },
+    Watch { range: KeyRange, from: Revision, wait_ms: u64 },
 }
 
 impl Request for ClientRequest {

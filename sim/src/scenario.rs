@@ -38,8 +38,15 @@ pub struct Scenario {
     pub lock: LockSpec,
     pub resource: ResourceSpec,
     pub clients: Clients,
+    /// Per-node clocks at the start of the run (nodes not listed run at true time).
+    #[serde(default)]
+    pub clock: Vec<ClockSpec>,
+    /// Faults at fixed times.
     #[serde(default)]
     pub nemesis: Vec<ScheduledFault>,
+    /// A random fault mix that each seed draws from.
+    #[serde(default)]
+    pub chaos: Option<Chaos>,
     /// Expected verdict per property; properties not listed are expected to pass.
     #[serde(default)]
     pub expect: BTreeMap<Property, Expectation>,
@@ -67,6 +74,12 @@ pub struct LockSpec {
     pub name: String,
     /// Session lease TTL.
     pub ttl: Dur,
+    /// A client-side lease deadline: how long after sending its last acknowledged keepalive a
+    /// client keeps acting as holder without a newer acknowledgement, by its own clock. Safe
+    /// only with a margin below the TTL that covers clock-rate skew (../shared/cases/06, 09).
+    /// Unset: the client acts until its session learns that the lease is gone (etcd clientv3).
+    #[serde(default)]
+    pub client_deadline: Option<Dur>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,24 +110,234 @@ pub struct Clients {
     pub think: Dur,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A fault at a fixed time, as written in `[[nemesis]]`. Which fields apply depends on `kind`;
+/// `crate::nemesis::plan` checks them and turns the entry into a typed fault.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduledFault {
     /// True time at which the fault starts.
     pub at: Dur,
-    /// How long it lasts.
-    #[serde(rename = "for")]
-    pub duration: Dur,
-    pub kind: FaultSpec,
-    /// The node it hits, by name (c1, s2, ...).
-    pub target: String,
+    /// How long it lasts (every kind but `clock-jump`).
+    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Dur>,
+    pub kind: FaultKindSpec,
+    /// The node it hits: a name (c1, s2), or `leader`, `follower`, `server`, `client`, `any`
+    /// (resolved when the fault starts; random choices come from the run's seeded RNG).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Partition shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<PartitionShape>,
+    /// Nodes a partition shape applies to (`one-way`: [from, to]; `clients`: which clients).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
+    /// Clock jump or strobe amount, signed: `"+5s"`, `"-2s"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<SignedDur>,
+    /// Clock rate (`clock-rate`, 0.1..=10) or message loss rate (`packet-loss`, 0..=1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Strobe period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<Dur>,
+    /// Latency range (`latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<Dur>,
+    /// Link of a `link-delay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Dur>,
+    /// Which replies `drop-replies` drops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replies: Option<ReplyKind>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultSpec {
-    /// A stop-the-world pause (GC pause): the node runs no code; time and network go on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKindSpec {
+    /// Stop-the-world pause (GC pause): the node runs no code; time and network go on.
+    #[default]
     Pause,
+    /// Kill the node; restart it when the fault ends (servers keep their durable state,
+    /// clients start over with a new session).
+    Crash,
+    /// Cut network links (see `shape`); heal when the fault ends.
+    Partition,
+    /// Move a node's clock by `by` at once.
+    ClockJump,
+    /// Run a node's clock at `rate` for the duration.
+    ClockRate,
+    /// Flip a node's clock between +`by` and back every `period` for the duration.
+    ClockStrobe,
+    /// Lose each message with probability `rate`.
+    PacketLoss,
+    /// Message latency drawn from [`min`, `max`].
+    Latency,
+    /// Drop the replies of a kind sent to the target client (the request still happens).
+    DropReplies,
+    /// Delay messages on one link (`from` → `to`) by `delay`.
+    LinkDelay,
+}
+
+impl FaultKindSpec {
+    pub const ALL: [FaultKindSpec; 10] = [
+        FaultKindSpec::Pause,
+        FaultKindSpec::Crash,
+        FaultKindSpec::Partition,
+        FaultKindSpec::ClockJump,
+        FaultKindSpec::ClockRate,
+        FaultKindSpec::ClockStrobe,
+        FaultKindSpec::PacketLoss,
+        FaultKindSpec::Latency,
+        FaultKindSpec::DropReplies,
+        FaultKindSpec::LinkDelay,
+    ];
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitionShape {
+    /// Cut `target` off from every other node.
+    Isolate,
+    /// Split the servers into a majority and a minority (clients reach both).
+    MajorityMinority,
+    /// Each server reaches only its neighbours in a random ring (Jepsen's majorities-ring).
+    Ring,
+    /// Two halves that only one bridge server connects.
+    Bridge,
+    /// `targets = [a, b]`: messages from a to b are lost; b still reaches a.
+    OneWay,
+    /// Clients (all, or `targets`) cut off from every server.
+    Clients,
+    /// Servers cut off from each other; clients still reach every server.
+    Servers,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplyKind {
+    /// Replies to writes (put, delete, txn: the lock recipe's create).
+    Write,
+    /// Replies to keepalives.
+    KeepAlive,
+    /// Every reply from the cluster.
+    All,
+}
+
+/// A node's clock at the start of the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSpec {
+    pub node: String,
+    /// Local time at true time 0 (signed).
+    #[serde(default)]
+    pub offset: SignedDur,
+    /// Local seconds per true second, 0.1..=10.
+    #[serde(default = "one")]
+    pub rate: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A random fault mix: every seed draws its own plan (swarm testing: with `swarm`, a seed
+/// enables only a random subset of `kinds`, as FoundationDB's buggify does).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Chaos {
+    pub kinds: Vec<FaultKindSpec>,
+    #[serde(default)]
+    pub swarm: bool,
+    /// First fault no earlier than this.
+    pub start: Dur,
+    /// Every fault has ended by this; after it the cluster runs fault-free (the liveness phase).
+    pub stop: Dur,
+    /// Time between the starts of consecutive faults, drawn from this range.
+    pub gap: DurRange,
+    /// Length of each fault, drawn from this range.
+    pub length: DurRange,
+}
+
+/// A range of durations written `"1s..5s"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DurRange {
+    pub min: Dur,
+    pub max: Dur,
+}
+
+impl DurRange {
+    pub fn parse(text: &str) -> Result<DurRange, String> {
+        let (a, b) =
+            text.split_once("..").ok_or_else(|| format!("invalid range {text:?}: expected like \"1s..5s\""))?;
+        let (min, max) = (Dur::parse(a)?, Dur::parse(b)?);
+        if min > max {
+            return Err(format!("invalid range {text:?}: the minimum is above the maximum"));
+        }
+        Ok(DurRange { min, max })
+    }
+}
+
+impl fmt::Display for DurRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{}", self.min, self.max)
+    }
+}
+
+impl Serialize for DurRange {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for DurRange {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<DurRange, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        DurRange::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A signed duration: `"+5s"`, `"-500ms"`, `"2s"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SignedDur {
+    pub ns: i64,
+}
+
+impl SignedDur {
+    pub fn parse(text: &str) -> Result<SignedDur, String> {
+        let text = text.trim();
+        let (sign, rest) = match text.strip_prefix('-') {
+            Some(rest) => (-1, rest),
+            None => (1, text.strip_prefix('+').unwrap_or(text)),
+        };
+        let magnitude = Dur::parse(rest).map_err(|e| e.replace(&format!("{rest:?}"), &format!("{text:?}")))?;
+        Ok(SignedDur { ns: sign * magnitude.0.as_nanos().min(i64::MAX as u128) as i64 })
+    }
+}
+
+impl fmt::Display for SignedDur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.ns < 0 { "-" } else { "+" };
+        write!(f, "{sign}{}", Dur(Duration::from_nanos(self.ns.unsigned_abs())))
+    }
+}
+
+impl Serialize for SignedDur {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SignedDur {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SignedDur, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        SignedDur::parse(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// What a scenario expects of a property.
@@ -123,13 +346,16 @@ pub enum FaultSpec {
 pub enum Expectation {
     Pass,
     Fail,
+    /// Not judged: the verdict is reported but matches either way (e.g. `single_holder` under a
+    /// random fault mix, where pauses may or may not hit a holder).
+    Any,
 }
 
 impl Expectation {
     pub fn matches(self, verdict: Verdict) -> bool {
         matches!(
             (self, verdict),
-            (Expectation::Pass, Verdict::Pass) | (Expectation::Fail, Verdict::Fail)
+            (Expectation::Pass, Verdict::Pass) | (Expectation::Fail, Verdict::Fail) | (Expectation::Any, _)
         )
     }
 }
@@ -139,6 +365,7 @@ impl fmt::Display for Expectation {
         f.write_str(match self {
             Expectation::Pass => "pass",
             Expectation::Fail => "fail",
+            Expectation::Any => "any",
         })
     }
 }
@@ -152,9 +379,7 @@ pub struct ScenarioError {
 
 impl Scenario {
     pub fn server_names(&self) -> Vec<String> {
-        (1..=self.cluster.servers)
-            .map(|i| format!("s{i}"))
-            .collect()
+        (1..=self.cluster.servers).map(|i| format!("s{i}")).collect()
     }
 
     pub fn client_names(&self) -> Vec<String> {
@@ -163,109 +388,90 @@ impl Scenario {
 
     /// The expectation for `property` (unlisted properties are expected to pass).
     pub fn expectation(&self, property: Property) -> Expectation {
-        self.expect
-            .get(&property)
-            .copied()
-            .unwrap_or(Expectation::Pass)
+        self.expect.get(&property).copied().unwrap_or(Expectation::Pass)
     }
 
-    /// Checks what the types cannot: ranges, names, limits.
+    /// Checks what the types cannot: ranges, names, limits, and every fault of `[[nemesis]]`
+    /// and `[chaos]` (see `crate::nemesis::plan`).
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        let err = |field: &str, message: String| {
-            Err(ScenarioError {
-                field: field.to_string(),
-                message,
-            })
-        };
-        if self.name.is_empty()
-            || !self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return err(
-                "name",
-                format!(
-                    "{:?} must be non-empty and use only letters, digits, '-' and '_'",
-                    self.name
-                ),
-            );
+        let name_ok = !self.name.is_empty() && self.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_".contains(c));
+        check(name_ok, "name", || {
+            format!("{:?} must be non-empty and use only letters, digits, '-' and '_'", self.name)
+        })?;
+        check(!self.duration.0.is_zero() && self.duration.0 <= DURATION_MAX, "duration", || {
+            format!("{} must be above 0 and at most {}", self.duration, Dur(DURATION_MAX))
+        })?;
+        check((1..=SERVERS_MAX).contains(&self.cluster.servers), "cluster.servers", || {
+            format!("{} must be between 1 and {SERVERS_MAX}", self.cluster.servers)
+        })?;
+        check((1..=CLIENTS_MAX).contains(&self.clients.count), "clients.count", || {
+            format!("{} must be between 1 and {CLIENTS_MAX}", self.clients.count)
+        })?;
+        check(self.lock.ttl.0 >= TTL_MIN, "lock.ttl", || {
+            format!("{} is below the minimum TTL {}", self.lock.ttl, Dur(TTL_MIN))
+        })?;
+        if let Some(deadline) = self.lock.client_deadline {
+            check(!deadline.0.is_zero() && deadline.0 <= DURATION_MAX, "lock.client_deadline", || {
+                format!("{deadline} must be above 0 and at most {}", Dur(DURATION_MAX))
+            })?;
         }
-        if self.duration.0.is_zero() || self.duration.0 > DURATION_MAX {
-            return err(
-                "duration",
-                format!(
-                    "{} must be above 0 and at most {}",
-                    self.duration,
-                    Dur(DURATION_MAX)
-                ),
-            );
+        check(!self.lock.name.is_empty() && !self.lock.name.ends_with('/'), "lock.name", || {
+            format!("{:?} must be non-empty and must not end with '/'", self.lock.name)
+        })?;
+        check((1..=WRITES_PER_HOLD_MAX).contains(&self.clients.writes_per_hold), "clients.writes_per_hold", || {
+            format!("{} must be between 1 and {WRITES_PER_HOLD_MAX}", self.clients.writes_per_hold)
+        })?;
+        check(!self.clients.hold.0.is_zero(), "clients.hold", || "must be above 0".to_string())?;
+        for (property, expectation) in &self.expect {
+            check(
+                !property.is_informational() || *expectation != Expectation::Fail,
+                &format!("expect.{property}"),
+                || format!("{property} is informational and never fails; it cannot be expected to {expectation}"),
+            )?;
         }
-        if !(1..=SERVERS_MAX).contains(&self.cluster.servers) {
-            return err(
-                "cluster.servers",
-                format!(
-                    "{} must be between 1 and {SERVERS_MAX}",
-                    self.cluster.servers
-                ),
-            );
+        let nodes: Vec<String> = self.server_names().into_iter().chain(self.client_names()).collect();
+        for (i, clock) in self.clock.iter().enumerate() {
+            check(nodes.contains(&clock.node), &format!("clock[{i}].node"), || {
+                format!("unknown node {:?} ({})", clock.node, self.node_names_hint())
+            })?;
+            check(self.clock[..i].iter().all(|c| c.node != clock.node), &format!("clock[{i}].node"), || {
+                format!("{:?} already has a clock", clock.node)
+            })?;
+            check(
+                clock.offset.ns.unsigned_abs() <= DURATION_MAX.as_nanos() as u64,
+                &format!("clock[{i}].offset"),
+                || format!("{} is beyond ±{}", clock.offset, Dur(DURATION_MAX)),
+            )?;
+            check(rate_in_bounds(clock.rate), &format!("clock[{i}].rate"), || {
+                format!("{} must be between {RATE_MIN} and {RATE_MAX}", clock.rate)
+            })?;
         }
-        if !(1..=CLIENTS_MAX).contains(&self.clients.count) {
-            return err(
-                "clients.count",
-                format!("{} must be between 1 and {CLIENTS_MAX}", self.clients.count),
-            );
-        }
-        if self.lock.ttl.0 < TTL_MIN {
-            return err(
-                "lock.ttl",
-                format!(
-                    "{} is below the minimum TTL {}",
-                    self.lock.ttl,
-                    Dur(TTL_MIN)
-                ),
-            );
-        }
-        if self.lock.name.is_empty() || self.lock.name.ends_with('/') {
-            return err(
-                "lock.name",
-                format!(
-                    "{:?} must be non-empty and must not end with '/'",
-                    self.lock.name
-                ),
-            );
-        }
-        if self.clients.writes_per_hold == 0 {
-            return err("clients.writes_per_hold", "must be at least 1".into());
-        }
-        let servers = self.server_names();
-        let clients = self.client_names();
-        for (i, fault) in self.nemesis.iter().enumerate() {
-            if !servers.contains(&fault.target) && !clients.contains(&fault.target) {
-                return err(
-                    &format!("nemesis[{i}].target"),
-                    format!(
-                        "unknown node {:?} (servers are s1..s{}, clients c1..c{})",
-                        fault.target, self.cluster.servers, self.clients.count
-                    ),
-                );
-            }
-            if fault.at.0 >= self.duration.0 {
-                return err(
-                    &format!("nemesis[{i}].at"),
-                    format!(
-                        "{} is not before the end of the run ({})",
-                        fault.at, self.duration
-                    ),
-                );
-            }
-        }
-        Ok(())
+        crate::nemesis::plan::validate(self)
+    }
+
+    /// "servers are s1..s3, clients c1..c2", for error messages.
+    pub fn node_names_hint(&self) -> String {
+        format!("servers are s1..s{}, clients c1..c{}", self.cluster.servers, self.clients.count)
     }
 }
 
+/// Slowest and fastest clock rates, in local seconds per true second.
+pub const RATE_MIN: f64 = 0.1;
+pub const RATE_MAX: f64 = 10.0;
+/// Most writes one holder makes per hold.
+pub const WRITES_PER_HOLD_MAX: u32 = 1000;
+
+pub fn rate_in_bounds(rate: f64) -> bool {
+    rate.is_finite() && (RATE_MIN..=RATE_MAX).contains(&rate)
+}
+
+/// `Err` naming `field` when `ok` is false.
+pub fn check(ok: bool, field: &str, message: impl FnOnce() -> String) -> Result<(), ScenarioError> {
+    if ok { Ok(()) } else { Err(ScenarioError { field: field.to_string(), message: message() }) }
+}
+
 /// A duration written with a unit in scenario files.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Dur(pub Duration);
 
 impl Dur {
@@ -280,9 +486,7 @@ impl Dur {
     /// Parses `"250ms"`, `"5s"`, `"1.5s"`, `"2m"`, `"100us"`, `"10ns"`.
     pub fn parse(text: &str) -> Result<Dur, String> {
         let text = text.trim();
-        let split = text
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(text.len());
+        let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
         let (number, unit) = text.split_at(split);
         let unit_ns: f64 = match unit.trim() {
             "ns" => 1.0,
@@ -290,15 +494,14 @@ impl Dur {
             "ms" => 1e6,
             "s" => 1e9,
             "m" => 60e9,
+            "h" => 3600e9,
             _ => {
-                return Err(format!(
-                    "invalid duration {text:?}: expected a number followed by ns, us, ms, s or m"
-                ));
+                return Err(format!("invalid duration {text:?}: expected a number followed by ns, us, ms, s, m or h"));
             }
         };
-        let value: f64 = number.parse().map_err(|_| {
-            format!("invalid duration {text:?}: expected a number followed by ns, us, ms, s or m")
-        })?;
+        let value: f64 = number
+            .parse()
+            .map_err(|_| format!("invalid duration {text:?}: expected a number followed by ns, us, ms, s, m or h"))?;
         let ns = value * unit_ns;
         if !ns.is_finite() || ns < 0.0 || ns > 1e18 {
             return Err(format!("invalid duration {text:?}: out of range"));
@@ -343,13 +546,7 @@ mod tests {
 
     #[test]
     fn durations_parse_with_units_and_print_back() {
-        for (text, ms) in [
-            ("500ms", 500),
-            ("5s", 5000),
-            ("1.5s", 1500),
-            ("2m", 120_000),
-            ("0s", 0),
-        ] {
+        for (text, ms) in [("500ms", 500), ("5s", 5000), ("1.5s", 1500), ("2m", 120_000), ("0s", 0)] {
             let dur = Dur::parse(text).unwrap();
             assert_eq!(dur.ms(), ms, "{text}");
             assert_eq!(Dur::parse(&dur.to_string()).unwrap(), dur);

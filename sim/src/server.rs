@@ -15,8 +15,7 @@ use tokio::sync::Notify;
 use crate::clock::Clock;
 use crate::lessor::{Lessor, RenewError};
 use crate::raft::{
-    AppendRpc, Applied, ApplyResult, Durable, LogStore, Network, PreVoteRpc, Raft, SnapshotRpc,
-    StateMachine, VoteRpc,
+    AppendRpc, Applied, ApplyResult, Durable, LogStore, Network, PreVoteRpc, Raft, SnapshotRpc, StateMachine, VoteRpc,
 };
 use crate::recorder::Recorder;
 use crate::rpc::{ClientReply, ClientRequest, WatchBatch};
@@ -51,11 +50,7 @@ pub struct RaftTiming {
 
 impl Default for RaftTiming {
     fn default() -> Self {
-        RaftTiming {
-            heartbeat_ms: 50,
-            election_timeout_min_ms: 150,
-            election_timeout_max_ms: 300,
-        }
+        RaftTiming { heartbeat_ms: 50, election_timeout_min_ms: 150, election_timeout_max_ms: 300 }
     }
 }
 
@@ -71,16 +66,9 @@ struct Server {
 }
 
 /// Runs a server until the simulation ends (or the node is killed).
-pub async fn serve(
-    spec: ServerSpec,
-    durable: Arc<Mutex<Durable>>,
-    clock: Clock,
-    recorder: Recorder,
-) {
+pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock, recorder: Recorder) {
     let addr = spec.members[&spec.id];
-    let endpoint = Endpoint::bind(addr)
-        .await
-        .expect("a server binds its own address");
+    let endpoint = Endpoint::bind(addr).await.expect("a server binds its own address");
 
     let lessor = Arc::new(Mutex::new(Lessor::default()));
     let applied_notify = Arc::new(Notify::new());
@@ -94,11 +82,7 @@ pub async fn serve(
         })
     };
     let log_store = LogStore::new(durable.clone());
-    let snapshot = durable
-        .lock()
-        .expect("durable state lock poisoned")
-        .snapshot
-        .clone();
+    let snapshot = durable.lock().expect("durable state lock poisoned").snapshot.clone();
     let state_machine = StateMachine::new(log_store.clone(), snapshot, on_apply);
     let applied = state_machine.applied();
 
@@ -110,20 +94,10 @@ pub async fn serve(
         enable_pre_vote: Some(true),
         ..Default::default()
     };
-    let config = Arc::new(
-        config
-            .validate()
-            .expect("raft timing is validated with the scenario"),
-    );
-    let raft = Raft::new(
-        spec.id,
-        config,
-        Network::new(endpoint.clone()),
-        log_store,
-        state_machine,
-    )
-    .await
-    .expect("raft starts on a fresh or recovered log");
+    let config = Arc::new(config.validate().expect("raft timing is validated with the scenario"));
+    let raft = Raft::new(spec.id, config, Network::new(endpoint.clone()), log_store, state_machine)
+        .await
+        .expect("raft starts on a fresh or recovered log");
 
     let server = Arc::new(Server {
         name: spec.name.clone(),
@@ -142,11 +116,8 @@ pub async fn serve(
     });
 
     if spec.bootstrap && !raft.is_initialized().await.expect("raft is running") {
-        let members: BTreeMap<u64, BasicNode> = spec
-            .members
-            .iter()
-            .map(|(id, addr)| (*id, BasicNode::new(addr.to_string())))
-            .collect();
+        let members: BTreeMap<u64, BasicNode> =
+            spec.members.iter().map(|(id, addr)| (*id, BasicNode::new(addr.to_string()))).collect();
         // Losing this race to another server's election is fine: the cluster exists either way.
         let _ = raft.initialize(members).await;
     }
@@ -175,13 +146,8 @@ fn register_raft_handlers(endpoint: &Endpoint, raft: &Raft) {
     endpoint.add_rpc_handler(move |SnapshotRpc { vote, meta, data }| {
         let raft = r.clone();
         async move {
-            let snapshot = openraft::Snapshot {
-                meta,
-                snapshot: data,
-            };
-            raft.install_full_snapshot(vote, snapshot)
-                .await
-                .map_err(|e| e.to_string())
+            let snapshot = openraft::Snapshot { meta, snapshot: data };
+            raft.install_full_snapshot(vote, snapshot).await.map_err(|e| e.to_string())
         }
     });
 }
@@ -196,9 +162,7 @@ fn track_leases(lessor: &mut Lessor, command: &Command, response: &CommandRespon
         (Command::LeaseGrant { .. }, CommandResponse::LeaseGrant { id, ttl_ms, .. }) => {
             lessor.on_grant(*id, *ttl_ms, clock.now());
         }
-        (Command::LeaseRevoke { id, .. }, CommandResponse::LeaseRevoke { .. }) => {
-            lessor.on_revoke(*id)
-        }
+        (Command::LeaseRevoke { id, .. }, CommandResponse::LeaseRevoke { .. }) => lessor.on_revoke(*id),
         _ => {}
     }
 }
@@ -207,21 +171,14 @@ impl Server {
     async fn handle(&self, request: ClientRequest) -> ClientReply {
         match request {
             ClientRequest::Write(command) => self.write(command).await,
-            ClientRequest::Range {
-                request,
-                linearizable,
-            } => {
+            ClientRequest::Range { request, linearizable } => {
                 if linearizable && let Err(reply) = self.read_index().await {
                     return reply;
                 }
                 ClientReply::Range(lock(&self.applied).store.range(&request))
             }
             ClientRequest::KeepAlive { lease } => self.keep_alive(lease).await,
-            ClientRequest::Watch {
-                range,
-                from,
-                wait_ms,
-            } => self.watch(range, from, wait_ms).await,
+            ClientRequest::Watch { range, from, wait_ms } => self.watch(range, from, wait_ms).await,
         }
     }
 
@@ -232,12 +189,8 @@ impl Server {
                 ApplyResult::Internal => unreachable!("a client command applies as a command"),
             },
             Err(error) => match error.forward_to_leader() {
-                Some(forward) => ClientReply::NotLeader {
-                    leader: forward.leader_id,
-                },
-                None => ClientReply::Unavailable {
-                    reason: error.to_string(),
-                },
+                Some(forward) => ClientReply::NotLeader { leader: forward.leader_id },
+                None => ClientReply::Unavailable { reason: error.to_string() },
             },
         }
     }
@@ -248,12 +201,8 @@ impl Server {
         match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
             Ok(_) => Ok(()),
             Err(error) => Err(match error.forward_to_leader() {
-                Some(forward) => ClientReply::NotLeader {
-                    leader: forward.leader_id,
-                },
-                None => ClientReply::Unavailable {
-                    reason: error.to_string(),
-                },
+                Some(forward) => ClientReply::NotLeader { leader: forward.leader_id },
+                None => ClientReply::Unavailable { reason: error.to_string() },
             }),
         }
     }
@@ -294,15 +243,10 @@ impl Server {
                 }
             };
             let remaining_ms = self.clock.now().ms_until(deadline);
-            let woke = remaining_ms > 0
-                && madsim::time::timeout(Duration::from_millis(remaining_ms), notified)
-                    .await
-                    .is_ok();
+            let woke =
+                remaining_ms > 0 && madsim::time::timeout(Duration::from_millis(remaining_ms), notified).await.is_ok();
             if !woke {
-                return ClientReply::Watch(Ok(WatchBatch {
-                    header_revision,
-                    events: Vec::new(),
-                }));
+                return ClientReply::Watch(Ok(WatchBatch { header_revision, events: Vec::new() }));
             }
         }
     }
@@ -321,23 +265,14 @@ impl Server {
                 let was_leader = matches!(last, Some((ServerState::Leader, _)));
                 let is_leader = state == ServerState::Leader;
                 if is_leader && !was_leader {
-                    let leases: Vec<(LeaseId, u64)> = lock(&self.applied)
-                        .store
-                        .leases()
-                        .map(|lease| (lease.id, lease.ttl_ms))
-                        .collect();
+                    let leases: Vec<(LeaseId, u64)> =
+                        lock(&self.applied).store.leases().map(|lease| (lease.id, lease.ttl_ms)).collect();
                     lock(&self.lessor).promote(self.clock.now(), leases);
                 } else if was_leader && !is_leader {
                     lock(&self.lessor).demote();
                 }
                 if last.map(|(s, _)| s) != Some(state) || is_leader {
-                    self.recorder.record(
-                        &self.name,
-                        Event::Role {
-                            role: role_of(state),
-                            term,
-                        },
-                    );
+                    self.recorder.record(&self.name, Event::Role { role: role_of(state), term });
                 }
                 last = Some(now);
             }
@@ -353,16 +288,18 @@ impl Server {
             self.clock.sleep(EXPIRY_TICK).await;
             let expired = lock(&self.lessor).take_expired(self.clock.now());
             for lease in expired {
-                self.recorder
-                    .record(&self.name, Event::LeaseExpiry { lease });
                 let server = self.clone();
                 madsim::task::spawn(async move {
-                    let revoke = Command::LeaseRevoke {
-                        id: lease,
-                        reason: RevokeReason::Expired,
-                    };
-                    if server.raft.client_write(revoke).await.is_err() {
-                        lock(&server.lessor).revoke_failed(lease);
+                    let revoke = Command::LeaseRevoke { id: lease, reason: RevokeReason::Expired };
+                    match server.raft.client_write(revoke).await {
+                        // Recorded once the revocation is committed and applied here: that is
+                        // when the lease's keys are gone for everyone. A deposed leader's
+                        // proposal never gets this far.
+                        Ok(response) if matches!(response.data, ApplyResult::Command(CommandResponse::LeaseRevoke { .. })) => {
+                            server.recorder.record(&server.name, Event::LeaseExpiry { lease });
+                        }
+                        Ok(_) => {} // already revoked by its owner
+                        Err(_) => lock(&server.lessor).revoke_failed(lease),
                     }
                 });
             }

@@ -10,6 +10,7 @@ use madsim::net::Endpoint;
 
 use crate::client::{Client, Session, lock, unlock};
 use crate::clock::Clock;
+use crate::netfault;
 use crate::recorder::Recorder;
 use crate::rpc::{ResourceReply, ResourceWrite};
 
@@ -26,7 +27,11 @@ pub struct ClientPlan {
     pub servers: Vec<(u64, SocketAddr)>,
     pub lock_name: String,
     pub ttl_ms: u64,
-    pub start: Duration,
+    /// How long the client keeps acting after its last acknowledged keepalive, by its clock
+    /// (`None`: until its session learns that the lease is gone, as etcd clientv3 does).
+    pub deadline_ms: Option<u64>,
+    /// True instant at which the client starts (after a crash it restarts at once).
+    pub start: std::time::Instant,
     pub hold: Duration,
     pub writes_per_hold: u32,
     pub think: Duration,
@@ -44,20 +49,17 @@ enum HoldEnd {
 }
 
 pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
-    clock.sleep(plan.start).await;
-    let client = Client::connect(plan.addr, plan.servers.clone(), clock.clone())
-        .await
-        .expect("a client binds its own address");
+    madsim::time::sleep_until(plan.start).await;
+    let client =
+        Client::connect(plan.addr, plan.servers.clone(), clock.clone()).await.expect("a client binds its own address");
     let mut written = 0u64;
     loop {
-        let Some(session) = Session::open(&client, &recorder, &plan.name, plan.ttl_ms).await else {
+        let Some(session) = Session::open(&client, &recorder, &plan.name, plan.ttl_ms, plan.deadline_ms).await else {
             clock.sleep(SESSION_RETRY).await;
             continue;
         };
         while session.ended().is_none() {
-            let Ok((key, token)) =
-                lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await
-            else {
+            let Ok((key, token)) = lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await else {
                 break;
             };
             belief(&recorder, &plan, token, Phase::Start, None);
@@ -65,33 +67,13 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             match end {
                 HoldEnd::Release => {
                     belief(&recorder, &plan, token, Phase::End, Some("unlocked"));
-                    unlock(
-                        &client,
-                        &recorder,
-                        &plan.name,
-                        &plan.lock_name,
-                        &key,
-                        Duration::from_millis(plan.ttl_ms),
-                    )
-                    .await;
+                    unlock(&client, &recorder, &plan.name, &plan.lock_name, &key, Duration::from_millis(plan.ttl_ms))
+                        .await;
                 }
                 HoldEnd::Rejected => {
-                    belief(
-                        &recorder,
-                        &plan,
-                        token,
-                        Phase::End,
-                        Some("write rejected: a newer holder exists"),
-                    );
-                    unlock(
-                        &client,
-                        &recorder,
-                        &plan.name,
-                        &plan.lock_name,
-                        &key,
-                        Duration::from_millis(plan.ttl_ms),
-                    )
-                    .await;
+                    belief(&recorder, &plan, token, Phase::End, Some("write rejected: a newer holder exists"));
+                    unlock(&client, &recorder, &plan.name, &plan.lock_name, &key, Duration::from_millis(plan.ttl_ms))
+                        .await;
                 }
                 HoldEnd::SessionEnded => {
                     let reason = session.ended().map(|end| end.to_string());
@@ -130,11 +112,7 @@ async fn hold(
             return HoldEnd::Rejected;
         }
     }
-    if work_or_session_end(client, session, gap).await {
-        HoldEnd::Release
-    } else {
-        HoldEnd::SessionEnded
-    }
+    if work_or_session_end(client, session, gap).await { HoldEnd::Release } else { HoldEnd::SessionEnded }
 }
 
 /// Works (sleeps) for `duration` while watching the session, as an application that selects on
@@ -149,39 +127,18 @@ async fn work_or_session_end(client: &Client, session: &Session, duration: Durat
 }
 
 /// One recorded write to the resource: `Some(accepted)`, or `None` when the reply was lost.
-async fn write(
-    plan: &ClientPlan,
-    endpoint: &Endpoint,
-    recorder: &Recorder,
-    token: i64,
-    value: String,
-) -> Option<bool> {
+async fn write(plan: &ClientPlan, endpoint: &Endpoint, recorder: &Recorder, token: i64, value: String) -> Option<bool> {
     let (resource, addr) = &plan.resource;
-    let call = Call::Write {
-        resource: resource.clone(),
-        token,
-        value: value.clone(),
-    };
+    let call = Call::Write { resource: resource.clone(), token, value: value.clone() };
     let op = recorder.invoke(&plan.name, call);
-    let request = ResourceWrite {
-        client: plan.name.clone(),
-        token,
-        value,
-    };
-    match endpoint
-        .call_timeout(*addr, request, RESOURCE_TIMEOUT)
-        .await
-    {
+    let request = ResourceWrite { client: plan.name.clone(), token, value };
+    match netfault::call(endpoint, *addr, request, RESOURCE_TIMEOUT).await {
         Ok(ResourceReply::Accepted) => {
             recorder.ok(&plan.name, op, Return::Written);
             Some(true)
         }
         Ok(ResourceReply::Rejected { highest }) => {
-            recorder.fail(
-                &plan.name,
-                op,
-                format!("rejected: token {token} is below {highest}"),
-            );
+            recorder.fail(&plan.name, op, format!("rejected: token {token} is below {highest}"));
             Some(false)
         }
         Err(error) => {
@@ -192,11 +149,6 @@ async fn write(
 }
 
 fn belief(recorder: &Recorder, plan: &ClientPlan, token: i64, phase: Phase, reason: Option<&str>) {
-    let event = Event::Belief {
-        lock: plan.lock_name.clone(),
-        token,
-        phase,
-        reason: reason.map(str::to_string),
-    };
+    let event = Event::Belief { lock: plan.lock_name.clone(), token, phase, reason: reason.map(str::to_string) };
     recorder.record(&plan.name, event);
 }

@@ -29,10 +29,7 @@ impl Edn {
     /// The value of keyword `key` in a map.
     pub fn get(&self, key: &str) -> Option<&Edn> {
         let Edn::Map(pairs) = self else { return None };
-        pairs
-            .iter()
-            .find(|(k, _)| matches!(k, Edn::Keyword(name) if name == key))
-            .map(|(_, value)| value)
+        pairs.iter().find(|(k, _)| matches!(k, Edn::Keyword(name) if name == key)).map(|(_, value)| value)
     }
 
     pub fn as_keyword(&self) -> Option<&str> {
@@ -72,13 +69,7 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub fn new(text: &'a str) -> Self {
-        Reader {
-            text,
-            pos: 0,
-            line: 1,
-            line_start: 0,
-            depth: 0,
-        }
+        Reader { text, pos: 0, line: 1, line_start: 0, depth: 0 }
     }
 
     /// The next top-level form and the line it starts on; `None` at the end of the text.
@@ -121,11 +112,7 @@ impl<'a> Reader<'a> {
     }
 
     fn error(&self, message: String) -> EdnError {
-        EdnError {
-            line: self.line,
-            column: self.text[self.line_start..self.pos].chars().count() + 1,
-            message,
-        }
+        EdnError { line: self.line, column: self.text[self.line_start..self.pos].chars().count() + 1, message }
     }
 
     fn peek(&self) -> Option<char> {
@@ -322,9 +309,7 @@ impl<'a> Reader<'a> {
     fn read_token(&mut self) -> &'a str {
         let start = self.pos;
         let rest = &self.text[start..];
-        let len = rest
-            .find(|c: char| c.is_whitespace() || ",()[]{}\";".contains(c))
-            .unwrap_or(rest.len());
+        let len = rest.find(|c: char| c.is_whitespace() || ",()[]{}\";".contains(c)).unwrap_or(rest.len());
         self.pos += len;
         &self.text[start..start + len]
     }
@@ -378,15 +363,11 @@ mod tests {
 
     #[test]
     fn reads_a_jepsen_operation() {
-        let form = parse_one(
-            r#"{:type :ok, :f :cas, :value [1 -2], :process 3, :time 12345, :error nil, :note "a \"b\""}"#,
-        )
-        .unwrap();
+        let form =
+            parse_one(r#"{:type :ok, :f :cas, :value [1 -2], :process 3, :time 12345, :error nil, :note "a \"b\""}"#)
+                .unwrap();
         assert_eq!(form.get("type"), Some(&kw("ok")));
-        assert_eq!(
-            form.get("value"),
-            Some(&Edn::Vector(vec![Edn::Int(1), Edn::Int(-2)]))
-        );
+        assert_eq!(form.get("value"), Some(&Edn::Vector(vec![Edn::Int(1), Edn::Int(-2)])));
         assert_eq!(form.get("process").and_then(Edn::as_int), Some(3));
         assert_eq!(form.get("error"), Some(&Edn::Nil));
         assert_eq!(form.get("note"), Some(&Edn::Str("a \"b\"".into())));
@@ -416,10 +397,7 @@ mod tests {
             ("[1 #_ 2 3]", Edn::Vector(vec![Edn::Int(1), Edn::Int(3)])),
             ("[1 #_ [2]]", Edn::Vector(vec![Edn::Int(1)])),
             ("#_ 1 2", Edn::Int(2)),
-            (
-                "#inst \"2015-01-01\"",
-                Edn::Tagged("inst".into(), Box::new(Edn::Str("2015-01-01".into()))),
-            ),
+            ("#inst \"2015-01-01\"", Edn::Tagged("inst".into(), Box::new(Edn::Str("2015-01-01".into())))),
             ("{} ; comment", Edn::Map(vec![])),
             ("[,1,]", Edn::Vector(vec![Edn::Int(1)])),
         ];
@@ -451,17 +429,8 @@ mod tests {
 
     #[test]
     fn deep_nesting_is_refused_not_a_stack_overflow() {
-        for text in [
-            "[".repeat(100_000),
-            "#t ".repeat(100_000),
-            "#_ ".repeat(100_000),
-        ] {
-            assert!(
-                parse_one(&text)
-                    .unwrap_err()
-                    .message
-                    .contains("nested deeper")
-            );
+        for text in ["[".repeat(100_000), "#t ".repeat(100_000), "#_ ".repeat(100_000)] {
+            assert!(parse_one(&text).unwrap_err().message.contains("nested deeper"));
         }
     }
 

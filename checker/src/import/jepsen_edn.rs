@@ -95,20 +95,12 @@ impl Flavor for MutexFlavor {
 }
 
 fn not_mutex(f: &str) -> FieldError {
-    FieldError::new(
-        "f",
-        format!("`{f}` is not a mutex operation (acquire, release)"),
-    )
+    FieldError::new("f", format!("`{f}` is not a mutex operation (acquire, release)"))
 }
 
-fn import<F: Flavor>(
-    text: &str,
-    file: Option<&Path>,
-    flavor: &F,
-) -> Result<History<F>, ImportError> {
+fn import<F: Flavor>(text: &str, file: Option<&Path>, flavor: &F) -> Result<History<F>, ImportError> {
     let mut reader = Reader::new(text);
-    let edn_error =
-        |e: super::edn::EdnError| FieldError::new("edn", e.to_string()).at(file, e.line);
+    let edn_error = |e: super::edn::EdnError| FieldError::new("edn", e.to_string()).at(file, e.line);
     let in_vector = reader.enter('[').map_err(edn_error)?;
     let mut pairing = Pairing::new();
     let mut clock = Clock::Unset;
@@ -122,8 +114,7 @@ fn import<F: Flavor>(
             break;
         };
         position += 1;
-        apply(flavor, &mut pairing, &mut clock, position, line, &form)
-            .map_err(|e| e.at(file, line))?;
+        apply(flavor, &mut pairing, &mut clock, position, line, &form).map_err(|e| e.at(file, line))?;
     }
     if in_vector && reader.next_form().map_err(edn_error)?.is_some() {
         let line = text.lines().count();
@@ -148,20 +139,14 @@ fn apply<F: Flavor>(
     form: &Edn,
 ) -> Result<(), FieldError> {
     if !matches!(form, Edn::Map(_)) {
-        return Err(FieldError::new(
-            "edn",
-            format!("expected a map, found {form:?}"),
-        ));
+        return Err(FieldError::new("edn", format!("expected a map, found {form:?}")));
     }
     let process = match form.get("process") {
         Some(Edn::Int(process)) => *process,
         // The nemesis and other non-client actors: not operations on the object.
         Some(Edn::Keyword(_)) => return Ok(()),
         Some(other) => {
-            return Err(FieldError::new(
-                "process",
-                format!("expected an integer, found {other:?}"),
-            ));
+            return Err(FieldError::new("process", format!("expected an integer, found {other:?}")));
         }
         None => return Err(FieldError::new("process", "missing")),
     };
@@ -170,30 +155,21 @@ fn apply<F: Flavor>(
     let time = time_of(form, clock, position)?;
     let value = form.get("value").unwrap_or(&Edn::Nil);
     match kind {
-        "invoke" => pairing.invoke(line, process, f, time, |client| {
-            flavor.input(f, value, client)
-        }),
+        "invoke" => pairing.invoke(line, process, f, time, |client| flavor.input(f, value, client)),
         "ok" => {
             let output = flavor.ok_output(f, value)?;
             pairing.complete(process, f, time, Completion::Ok(output))
         }
         "fail" => pairing.complete(process, f, time, Completion::Fail),
         "info" => pairing.complete(process, f, time, Completion::Info),
-        other => Err(FieldError::new(
-            "type",
-            format!("expected :invoke, :ok, :fail or :info, found :{other}"),
-        )),
+        other => Err(FieldError::new("type", format!("expected :invoke, :ok, :fail or :info, found :{other}"))),
     }
 }
 
 fn time_of(form: &Edn, clock: &mut Clock, position: u64) -> Result<u64, FieldError> {
     let recorded = form.get("time");
     if matches!(clock, Clock::Unset) {
-        *clock = if recorded.is_some() {
-            Clock::Recorded
-        } else {
-            Clock::Position
-        };
+        *clock = if recorded.is_some() { Clock::Recorded } else { Clock::Position };
     }
     match (clock, recorded) {
         (Clock::Position, None) => Ok(position),
@@ -201,25 +177,16 @@ fn time_of(form: &Edn, clock: &mut Clock, position: u64) -> Result<u64, FieldErr
             "time",
             "present, but the first operation had none: times must be given for all or none",
         )),
-        (_, None) => Err(FieldError::new(
-            "time",
-            "missing (the first operation had one)",
-        )),
+        (_, None) => Err(FieldError::new("time", "missing (the first operation had one)")),
         (_, Some(Edn::Int(time))) if *time >= 0 => Ok(*time as u64),
-        (_, Some(other)) => Err(FieldError::new(
-            "time",
-            format!("expected a non-negative integer, found {other:?}"),
-        )),
+        (_, Some(other)) => Err(FieldError::new("time", format!("expected a non-negative integer, found {other:?}"))),
     }
 }
 
 fn keyword<'a>(form: &'a Edn, field: &'static str) -> Result<&'a str, FieldError> {
     match form.get(field) {
         Some(Edn::Keyword(name)) => Ok(name),
-        Some(other) => Err(FieldError::new(
-            field,
-            format!("expected a keyword, found {other:?}"),
-        )),
+        Some(other) => Err(FieldError::new(field, format!("expected a keyword, found {other:?}"))),
         None => Err(FieldError::new(field, "missing")),
     }
 }

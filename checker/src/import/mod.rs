@@ -27,17 +27,9 @@ pub type RegisterHistory = Vec<Operation<RegisterInput<i64>, RegisterOutput<i64>
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{}line {line}: field `{field}`: {message}", FileLabel(file.as_deref()))]
-    Malformed {
-        file: Option<PathBuf>,
-        line: usize,
-        field: &'static str,
-        message: String,
-    },
+    Malformed { file: Option<PathBuf>, line: usize, field: &'static str, message: String },
 }
 
 /// A problem with one field, before the importer adds where it was.
@@ -49,19 +41,11 @@ pub(crate) struct FieldError {
 
 impl FieldError {
     pub(crate) fn new(field: &'static str, message: impl Into<String>) -> Self {
-        FieldError {
-            field,
-            message: message.into(),
-        }
+        FieldError { field, message: message.into() }
     }
 
     pub(crate) fn at(self, file: Option<&Path>, line: usize) -> ImportError {
-        ImportError::Malformed {
-            file: file.map(Path::to_path_buf),
-            line,
-            field: self.field,
-            message: self.message,
-        }
+        ImportError::Malformed { file: file.map(Path::to_path_buf), line, field: self.field, message: self.message }
     }
 }
 
@@ -77,8 +61,5 @@ impl fmt::Display for FileLabel<'_> {
 }
 
 pub(crate) fn read_to_string(path: &Path) -> Result<String, ImportError> {
-    std::fs::read_to_string(path).map_err(|source| ImportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    std::fs::read_to_string(path).map_err(|source| ImportError::Io { path: path.to_path_buf(), source })
 }

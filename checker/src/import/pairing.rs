@@ -62,10 +62,7 @@ impl<I, O> Pairing<I, O> {
         if let Some(open) = self.open.get(&process) {
             return Err(FieldError::new(
                 "process",
-                format!(
-                    "process {process} invokes while its operation from line {} is still open",
-                    open.line
-                ),
+                format!("process {process} invokes while its operation from line {} is still open", open.line),
             ));
         }
         let next_client = self.clients;
@@ -77,14 +74,7 @@ impl<I, O> Pairing<I, O> {
         let id = self.invocations;
         self.invocations += 1;
         let f = f.to_string();
-        let open = Open {
-            id,
-            client,
-            f,
-            input,
-            call_ns,
-            line,
-        };
+        let open = Open { id, client, f, input, call_ns, line };
         self.open.insert(process, open);
         Ok(())
     }
@@ -103,21 +93,12 @@ impl<I, O> Pairing<I, O> {
             ));
         };
         if open.f != f {
-            return Err(FieldError::new(
-                "f",
-                format!(
-                    "completes `{f}` but line {} invoked `{}`",
-                    open.line, open.f
-                ),
-            ));
+            return Err(FieldError::new("f", format!("completes `{f}` but line {} invoked `{}`", open.line, open.f)));
         }
         if return_ns < open.call_ns {
             return Err(FieldError::new(
                 "time",
-                format!(
-                    "completes at {return_ns}, before its invocation at {}",
-                    open.call_ns
-                ),
+                format!("completes at {return_ns}, before its invocation at {}", open.call_ns),
             ));
         }
         let open = self.open.remove(&process).expect("checked above");

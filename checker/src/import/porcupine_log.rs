@@ -52,35 +52,26 @@ fn parse_line(
             format!("expected `INFO jepsen.util -`, found `{info} {logger} {dash}`"),
         ));
     }
-    let process: i64 = process.parse().map_err(|_| {
-        FieldError::new("process", format!("expected an integer, found `{process}`"))
-    })?;
+    let process: i64 =
+        process.parse().map_err(|_| FieldError::new("process", format!("expected an integer, found `{process}`")))?;
     let f = keyword(f, "f")?;
-    let value = edn::parse_one(value)
-        .map_err(|e| FieldError::new("value", format!("`{value}`: {}", e.message)))?;
+    let value = edn::parse_one(value).map_err(|e| FieldError::new("value", format!("`{value}`: {}", e.message)))?;
     let time = line_number as u64;
     match keyword(kind, "type")? {
-        "invoke" => pairing.invoke(line_number, process, f, time, |_| {
-            register::input(f, &value)
-        }),
+        "invoke" => pairing.invoke(line_number, process, f, time, |_| register::input(f, &value)),
         "ok" => {
             let output = register::ok_output(f, &value)?;
             pairing.complete(process, f, time, Completion::Ok(output))
         }
         "fail" => pairing.complete(process, f, time, Completion::Fail),
         "info" => pairing.complete(process, f, time, Completion::Info),
-        other => Err(FieldError::new(
-            "type",
-            format!("expected :invoke, :ok, :fail or :info, found :{other}"),
-        )),
+        other => Err(FieldError::new("type", format!("expected :invoke, :ok, :fail or :info, found :{other}"))),
     }
 }
 
 /// The six leading fields and the rest of the line (the value).
 fn split_fields(line: &str) -> Result<([&str; 6], &str), FieldError> {
-    const NAMES: [&str; 7] = [
-        "prefix", "prefix", "prefix", "process", "type", "f", "value",
-    ];
+    const NAMES: [&str; 7] = ["prefix", "prefix", "prefix", "process", "type", "f", "value"];
     let mut fields = [""; 6];
     let mut rest = line.trim_start();
     for (slot, name) in fields.iter_mut().zip(NAMES) {
@@ -101,10 +92,7 @@ fn split_fields(line: &str) -> Result<([&str; 6], &str), FieldError> {
 fn keyword<'a>(token: &'a str, field: &'static str) -> Result<&'a str, FieldError> {
     match token.strip_prefix(':') {
         Some(name) if !name.is_empty() => Ok(name),
-        _ => Err(FieldError::new(
-            field,
-            format!("expected a keyword, found `{token}`"),
-        )),
+        _ => Err(FieldError::new(field, format!("expected a keyword, found `{token}`"))),
     }
 }
 
@@ -127,40 +115,14 @@ mod tests {
         let history = parse(text, None).unwrap();
         let summary: Vec<_> = history
             .iter()
-            .map(|op| {
-                (
-                    op.id,
-                    op.client,
-                    op.input.clone(),
-                    op.output.clone(),
-                    op.call_ns,
-                    op.return_ns,
-                )
-            })
+            .map(|op| (op.id, op.client, op.input.clone(), op.output.clone(), op.call_ns, op.return_ns))
             .collect();
         assert_eq!(
             summary,
             vec![
-                (
-                    0,
-                    0,
-                    RegisterInput::Read,
-                    Some(RegisterOutput::Read(Some(3))),
-                    1,
-                    3
-                ),
+                (0, 0, RegisterInput::Read, Some(RegisterOutput::Read(Some(3))), 1, 3),
                 (2, 2, RegisterInput::Write(5), None, 5, RETURN_NEVER),
-                (
-                    3,
-                    3,
-                    RegisterInput::Cas {
-                        expected: 5,
-                        new: 6
-                    },
-                    Some(RegisterOutput::Cas { swapped: true }),
-                    8,
-                    9
-                ),
+                (3, 3, RegisterInput::Cas { expected: 5, new: 6 }, Some(RegisterOutput::Cas { swapped: true }), 8, 9),
             ]
         );
     }
@@ -191,43 +153,17 @@ mod tests {
             ("WARN jepsen.util - 1 :invoke :read nil", 1, "prefix"),
             ("INFO", 1, "prefix"),
             ("\nINFO jepsen.util - 1 :ok :read nil", 2, "process"),
-            (
-                "INFO jepsen.util - 1 :invoke :read nil\nINFO jepsen.util - 1 :invoke :read nil",
-                2,
-                "process",
-            ),
-            (
-                "INFO jepsen.util - 1 :invoke :read nil\nINFO jepsen.util - 1 :ok :write 1",
-                2,
-                "f",
-            ),
-            (
-                "INFO jepsen.util - 1 :invoke :read nil\nINFO jepsen.util - 1 :ok :read [1]",
-                2,
-                "value",
-            ),
+            ("INFO jepsen.util - 1 :invoke :read nil\nINFO jepsen.util - 1 :invoke :read nil", 2, "process"),
+            ("INFO jepsen.util - 1 :invoke :read nil\nINFO jepsen.util - 1 :ok :write 1", 2, "f"),
+            ("INFO jepsen.util - 1 :invoke :read nil\nINFO jepsen.util - 1 :ok :read [1]", 2, "value"),
         ];
         for (text, line, field) in cases {
             let error = parse(text, Some(file)).unwrap_err();
-            let ImportError::Malformed {
-                file: Some(name),
-                line: got_line,
-                field: got_field,
-                ..
-            } = &error
-            else {
+            let ImportError::Malformed { file: Some(name), line: got_line, field: got_field, .. } = &error else {
                 panic!("{text}: {error:?}");
             };
-            assert_eq!(
-                (name.as_path(), *got_line, *got_field),
-                (file, line, field),
-                "{text}: {error}"
-            );
-            assert!(
-                error
-                    .to_string()
-                    .starts_with(&format!("etcd_x.log: line {line}: field `{field}`"))
-            );
+            assert_eq!((name.as_path(), *got_line, *got_field), (file, line, field), "{text}: {error}");
+            assert!(error.to_string().starts_with(&format!("etcd_x.log: line {line}: field `{field}`")));
         }
     }
 

@@ -34,26 +34,16 @@ pub(crate) fn ok_output(f: &str, value: &Edn) -> Result<RegisterOutput<i64>, Fie
 }
 
 fn unknown_f(f: &str) -> FieldError {
-    FieldError::new(
-        "f",
-        format!("`{f}` is not a register operation (read, write, cas)"),
-    )
+    FieldError::new("f", format!("`{f}` is not a register operation (read, write, cas)"))
 }
 
 fn int(value: &Edn) -> Result<i64, FieldError> {
-    value
-        .as_int()
-        .ok_or_else(|| FieldError::new("value", format!("expected an integer, found {value:?}")))
+    value.as_int().ok_or_else(|| FieldError::new("value", format!("expected an integer, found {value:?}")))
 }
 
 fn pair(value: &Edn) -> Result<(i64, i64), FieldError> {
     match value {
-        Edn::Vector(items) | Edn::List(items) if items.len() == 2 => {
-            Ok((int(&items[0])?, int(&items[1])?))
-        }
-        _ => Err(FieldError::new(
-            "value",
-            format!("expected [expected new], found {value:?}"),
-        )),
+        Edn::Vector(items) | Edn::List(items) if items.len() == 2 => Ok((int(&items[0])?, int(&items[1])?)),
+        _ => Err(FieldError::new("value", format!("expected [expected new], found {value:?}"))),
     }
 }

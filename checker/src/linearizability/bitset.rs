@@ -11,10 +11,7 @@ pub(crate) struct Bitset {
 
 impl Bitset {
     pub(crate) fn new(bits: usize) -> Self {
-        Bitset {
-            words: vec![0; bits.div_ceil(64)],
-            hash: 0,
-        }
+        Bitset { words: vec![0; bits.div_ceil(64)], hash: 0 }
     }
 
     #[inline]
@@ -51,11 +48,7 @@ impl Bitset {
 /// compute and well spread, so no table is needed and every run hashes the same way.
 #[inline]
 fn zobrist_key(bit: usize) -> u64 {
-    mix64(
-        (bit as u64)
-            .wrapping_add(1)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15),
-    )
+    mix64((bit as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// splitmix64's finalizer: a bijection on u64 whose output bits all depend on all input bits.

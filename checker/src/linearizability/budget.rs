@@ -26,9 +26,7 @@ impl Budget {
     pub(crate) fn new(options: &CheckOptions, started: Instant) -> Self {
         Budget {
             // A limit too large to represent as an instant is no limit.
-            deadline: options
-                .time_limit
-                .and_then(|limit| started.checked_add(limit)),
+            deadline: options.time_limit.and_then(|limit| started.checked_add(limit)),
             memory_limit_bytes: options.memory_limit_bytes,
             memory_used_bytes: AtomicUsize::new(0),
             lowest_failure: AtomicUsize::new(usize::MAX),
@@ -47,10 +45,7 @@ impl Budget {
         if self.is_cancelled(partition) {
             return Err(Stop::Cancelled);
         }
-        if self
-            .deadline
-            .is_some_and(|deadline| Instant::now() >= deadline)
-        {
+        if self.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
             return Err(Stop::Limit(UnknownReason::TimeLimit));
         }
         self.charge(0)
@@ -81,12 +76,7 @@ const BYTES_PER_CHARGE: usize = 64 * 1024;
 
 impl<'a> Meter<'a> {
     pub(crate) fn new(budget: &'a Budget, partition: usize) -> Self {
-        Meter {
-            budget,
-            partition,
-            steps_until_poll: STEPS_PER_POLL,
-            charged_bytes: 0,
-        }
+        Meter { budget, partition, steps_until_poll: STEPS_PER_POLL, charged_bytes: 0 }
     }
 
     #[inline]

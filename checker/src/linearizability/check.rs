@@ -72,11 +72,7 @@ fn combine(results: Vec<PartResult>) -> Verdict {
 fn validate<I, O>(history: &[Operation<I, O>]) -> Result<(), HistoryError> {
     for op in history {
         if op.effective_return_ns() < op.call_ns {
-            return Err(HistoryError::ReturnBeforeCall {
-                id: op.id,
-                call_ns: op.call_ns,
-                return_ns: op.return_ns,
-            });
+            return Err(HistoryError::ReturnBeforeCall { id: op.id, call_ns: op.call_ns, return_ns: op.return_ns });
         }
     }
     let mut ids: Vec<_> = history.iter().map(|op| op.id).collect();
@@ -150,10 +146,7 @@ fn counterexample<M: Model>(
     stuck.sort_by_key(|op| op.id);
     Counterexample {
         partition,
-        prefix: longest_prefix
-            .iter()
-            .map(|&op_index| ops[op_index as usize].id)
-            .collect(),
+        prefix: longest_prefix.iter().map(|&op_index| ops[op_index as usize].id).collect(),
         state_after_prefix: model.describe_state(&state),
         stuck,
     }

@@ -37,27 +37,13 @@ pub(crate) fn entries_of<I, O>(ops: &[&Operation<I, O>]) -> Entries {
     let mut events = Vec::with_capacity(ops.len() * 2);
     for (index, op) in ops.iter().enumerate() {
         let index = u32::try_from(index).expect("partition size checked by the caller");
-        events.push(Event {
-            time_ns: op.call_ns,
-            kind: EventKind::Call,
-            op_id: op.id,
-            op: index,
-        });
-        events.push(Event {
-            time_ns: op.effective_return_ns(),
-            kind: EventKind::Return,
-            op_id: op.id,
-            op: index,
-        });
+        events.push(Event { time_ns: op.call_ns, kind: EventKind::Call, op_id: op.id, op: index });
+        events.push(Event { time_ns: op.effective_return_ns(), kind: EventKind::Return, op_id: op.id, op: index });
     }
     Entries::new(&mut events)
 }
 
-pub(crate) fn search<M: Model>(
-    model: &M,
-    ops: &[&Operation<M::Input, M::Output>],
-    meter: &mut Meter<'_>,
-) -> Outcome {
+pub(crate) fn search<M: Model>(model: &M, ops: &[&Operation<M::Input, M::Output>], meter: &mut Meter<'_>) -> Outcome {
     let mut search = Search::new(model, ops);
     let mut node = search.entries.first();
     while !search.entries.is_empty() {
@@ -69,9 +55,7 @@ pub(crate) fn search<M: Model>(
             match search.backtrack() {
                 Some(next) => node = next,
                 None => {
-                    return Outcome::Illegal {
-                        longest_prefix: search.longest.ops,
-                    };
+                    return Outcome::Illegal { longest_prefix: search.longest.ops };
                 }
             }
             continue;
@@ -150,10 +134,7 @@ impl<'a, M: Model> Search<'a, M> {
         };
         let next_id = self.intern(&next_state)?;
         self.linearized.insert(op_index);
-        let new = self
-            .cache
-            .insert(&self.linearized, next_id)
-            .map_err(|_| OUT_OF_MEMORY)?;
+        let new = self.cache.insert(&self.linearized, next_id).map_err(|_| OUT_OF_MEMORY)?;
         if !new {
             self.linearized.remove(op_index);
             return Ok(false);
@@ -218,8 +199,7 @@ impl LongestPrefix {
             return;
         }
         self.ops.truncate(self.common);
-        self.ops
-            .extend(undo[self.common..].iter().map(|step| entries.op(step.call)));
+        self.ops.extend(undo[self.common..].iter().map(|step| entries.op(step.call)));
         self.common = undo.len();
     }
 }

@@ -47,23 +47,13 @@ impl Entries {
     pub(crate) fn new(events: &mut [Event]) -> Self {
         events.sort_unstable();
         let mut nodes = Vec::with_capacity(events.len() + 1);
-        nodes.push(Node {
-            op: u32::MAX,
-            return_node: END,
-            prev: END,
-            next: END,
-        });
+        nodes.push(Node { op: u32::MAX, return_node: END, prev: END, next: END });
         let ops = events.len() / 2;
         let mut call_node_of_op = vec![END; ops];
         for (position, event) in events.iter().enumerate() {
             let id = position as NodeId + 1;
             nodes[id as usize - 1].next = id;
-            nodes.push(Node {
-                op: event.op,
-                return_node: END,
-                prev: id - 1,
-                next: END,
-            });
+            nodes.push(Node { op: event.op, return_node: END, prev: id - 1, next: END });
             match event.kind {
                 EventKind::Call => call_node_of_op[event.op as usize] = id,
                 EventKind::Return => {
@@ -140,12 +130,7 @@ mod tests {
     use super::*;
 
     fn event(time_ns: u64, kind: EventKind, op: u32) -> Event {
-        Event {
-            time_ns,
-            kind,
-            op_id: op.into(),
-            op,
-        }
+        Event { time_ns, kind, op_id: op.into(), op }
     }
 
     fn walk(entries: &Entries) -> Vec<(u32, bool)> {
@@ -170,14 +155,7 @@ mod tests {
             event(7, Return, 2),
         ];
         let mut entries = Entries::new(&mut events);
-        let original = vec![
-            (0, true),
-            (2, true),
-            (1, true),
-            (0, false),
-            (2, false),
-            (1, false),
-        ];
+        let original = vec![(0, true), (2, true), (1, true), (0, false), (2, false), (1, false)];
         assert_eq!(walk(&entries), original);
         let call_2 = entries.next(entries.first());
         entries.lift(call_2);

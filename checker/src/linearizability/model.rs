@@ -24,20 +24,12 @@ pub trait Model: Sync {
     ///
     /// With `output == None` the model should return the state the operation would lead to if it
     /// took effect here; "it never took effect" is covered by the search placing it last.
-    fn step(
-        &self,
-        state: &Self::State,
-        input: &Self::Input,
-        output: Option<&Self::Output>,
-    ) -> Option<Self::State>;
+    fn step(&self, state: &Self::State, input: &Self::Input, output: Option<&Self::Output>) -> Option<Self::State>;
 
     /// Splits a history into independent parts (P-compositionality): each inner vector lists
     /// indices into `history`, every index exactly once, and no operation of one part may affect
     /// the outcome of an operation of another (e.g. one part per key). `None`: one part.
-    fn partition(
-        &self,
-        history: &[Operation<Self::Input, Self::Output>],
-    ) -> Option<Vec<Vec<usize>>> {
+    fn partition(&self, history: &[Operation<Self::Input, Self::Output>]) -> Option<Vec<Vec<usize>>> {
         let _ = history;
         None
     }

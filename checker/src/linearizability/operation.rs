@@ -41,11 +41,7 @@ pub enum HistoryError {
     #[error("operation id {0} appears more than once")]
     DuplicateId(OpId),
     #[error("operation {id} returns at {return_ns} ns, before its call at {call_ns} ns")]
-    ReturnBeforeCall {
-        id: OpId,
-        call_ns: u64,
-        return_ns: u64,
-    },
+    ReturnBeforeCall { id: OpId, call_ns: u64, return_ns: u64 },
     #[error("the model's partition must name every operation exactly once: {0}")]
     BadPartition(String),
     #[error("a partition holds {0} operations, more than the checker's limit of 2^30")]

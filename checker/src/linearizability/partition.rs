@@ -18,10 +18,7 @@ use super::operation::{HistoryError, Operation};
 /// multi-key operations, each key is its own part. An operation with no keys is its own part.
 ///
 /// Returns indices into `history`; parts come in the order of their first operation.
-pub fn by_keys<I, O, K: Ord>(
-    history: &[Operation<I, O>],
-    keys_of: impl Fn(&I) -> Vec<K>,
-) -> Vec<Vec<usize>> {
+pub fn by_keys<I, O, K: Ord>(history: &[Operation<I, O>], keys_of: impl Fn(&I) -> Vec<K>) -> Vec<Vec<usize>> {
     let mut sets = DisjointSets::new(history.len());
     let mut first_op_of_key: BTreeMap<K, usize> = BTreeMap::new();
     for (index, op) in history.iter().enumerate() {
@@ -73,20 +70,14 @@ fn validate_cover(parts: &[Vec<usize>], len: usize) -> Result<(), HistoryError> 
     let mut seen = vec![false; len];
     for &index in parts.iter().flatten() {
         let Some(slot) = seen.get_mut(index) else {
-            return Err(HistoryError::BadPartition(format!(
-                "index {index} is out of range (history of {len})"
-            )));
+            return Err(HistoryError::BadPartition(format!("index {index} is out of range (history of {len})")));
         };
         if std::mem::replace(slot, true) {
-            return Err(HistoryError::BadPartition(format!(
-                "index {index} is in two parts"
-            )));
+            return Err(HistoryError::BadPartition(format!("index {index} is in two parts")));
         }
     }
     match seen.iter().position(|&seen| !seen) {
-        Some(index) => Err(HistoryError::BadPartition(format!(
-            "index {index} is in no part"
-        ))),
+        Some(index) => Err(HistoryError::BadPartition(format!("index {index} is in no part"))),
         None => Ok(()),
     }
 }
@@ -99,10 +90,7 @@ struct DisjointSets {
 
 impl DisjointSets {
     fn new(len: usize) -> Self {
-        DisjointSets {
-            parent: (0..len).collect(),
-            size: vec![1; len],
-        }
+        DisjointSets { parent: (0..len).collect(), size: vec![1; len] }
     }
 
     fn find(&mut self, mut index: usize) -> usize {
@@ -131,26 +119,12 @@ mod tests {
     use super::*;
 
     fn op(id: u64, keys: &'static [&'static str]) -> Operation<&'static [&'static str], ()> {
-        Operation {
-            id,
-            client: 0,
-            input: keys,
-            output: Some(()),
-            call_ns: id,
-            return_ns: id + 1,
-        }
+        Operation { id, client: 0, input: keys, output: Some(()), call_ns: id, return_ns: id + 1 }
     }
 
     #[test]
     fn a_transaction_glues_the_parts_of_its_keys_together() {
-        let history = vec![
-            op(0, &["a"]),
-            op(1, &["b"]),
-            op(2, &["c"]),
-            op(3, &["a", "c"]),
-            op(4, &["b"]),
-            op(5, &[]),
-        ];
+        let history = vec![op(0, &["a"]), op(1, &["b"]), op(2, &["c"]), op(3, &["a", "c"]), op(4, &["b"]), op(5, &[])];
         let parts = by_keys(&history, |keys| keys.to_vec());
         assert_eq!(parts, vec![vec![0, 2, 3], vec![1, 4], vec![5]]);
     }

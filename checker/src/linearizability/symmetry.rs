@@ -48,21 +48,8 @@ mod tests {
     use super::*;
     use crate::linearizability::RETURN_NEVER;
 
-    fn op(
-        id: u64,
-        input: u8,
-        output: Option<u8>,
-        call_ns: u64,
-        return_ns: u64,
-    ) -> Operation<u8, u8> {
-        Operation {
-            id,
-            client: id,
-            input,
-            output,
-            call_ns,
-            return_ns,
-        }
+    fn op(id: u64, input: u8, output: Option<u8>, call_ns: u64, return_ns: u64) -> Operation<u8, u8> {
+        Operation { id, client: id, input, output, call_ns, return_ns }
     }
 
     #[test]

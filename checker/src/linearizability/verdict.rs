@@ -22,11 +22,7 @@ impl Default for CheckOptions {
     /// 60 s and 1 GiB: far above what the Jepsen etcd histories need (milliseconds, kilobytes), low
     /// enough that a pathological history ends with `Unknown` instead of exhausting the machine.
     fn default() -> Self {
-        CheckOptions {
-            time_limit: Some(Duration::from_secs(60)),
-            memory_limit_bytes: Some(1 << 30),
-            parallel: true,
-        }
+        CheckOptions { time_limit: Some(Duration::from_secs(60)), memory_limit_bytes: Some(1 << 30), parallel: true }
     }
 }
 

@@ -14,14 +14,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
     let mut accepted = 0usize;
     let mut rejected = 0usize;
     for (index, entry) in history.entries.iter().enumerate() {
-        let Event::Resource {
-            client,
-            token,
-            accepted: is_accepted,
-            resource,
-            ..
-        } = &entry.event
-        else {
+        let Event::Resource { client, token, accepted: is_accepted, resource, .. } = &entry.event else {
             continue;
         };
         if !is_accepted {
@@ -44,26 +37,12 @@ pub(super) fn check(history: &History) -> PropertyReport {
             _ => highest = Some((*token, index)),
         }
     }
-    let verdict = if findings.is_empty() {
-        Verdict::Pass
-    } else {
-        Verdict::Fail
-    };
+    let verdict = if findings.is_empty() { Verdict::Pass } else { Verdict::Fail };
     let summary = match verdict {
         Verdict::Pass => {
-            format!(
-                "{accepted} accepted and {rejected} rejected writes, accepted tokens never decreased"
-            )
+            format!("{accepted} accepted and {rejected} rejected writes, accepted tokens never decreased")
         }
-        _ => format!(
-            "{} accepted writes carried a token lower than one already accepted",
-            findings.len()
-        ),
+        _ => format!("{} accepted writes carried a token lower than one already accepted", findings.len()),
     };
-    PropertyReport {
-        property: "fencing".into(),
-        verdict,
-        summary,
-        findings,
-    }
+    PropertyReport { property: "fencing".into(), verdict, summary, findings }
 }

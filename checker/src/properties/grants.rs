@@ -22,16 +22,10 @@ pub fn grants(history: &History) -> Vec<Grant> {
     let mut out = Vec::new();
     for (index, entry) in history.entries.iter().enumerate() {
         match &entry.event {
-            Event::Invoke {
-                op,
-                call: Call::Lock { name, .. },
-            } => {
+            Event::Invoke { op, call: Call::Lock { name, .. } } => {
                 pending.insert(*op, name.clone());
             }
-            Event::Ok {
-                op,
-                ret: Return::Locked { token, .. },
-            } => {
+            Event::Ok { op, ret: Return::Locked { token, .. } } => {
                 if let Some(lock) = pending.remove(op) {
                     out.push(Grant {
                         client: entry.node.clone(),

@@ -2,16 +2,20 @@
 //!
 //! Each checker reads only the history (never the service's code) and owns one guarantee.
 
+mod beliefs;
 mod dual_ownership;
 mod fencing;
 mod grants;
+mod lease_safety;
 mod mutual_exclusion;
+mod single_holder;
 
 use serde::{Deserialize, Serialize};
 
 use crate::history::History;
 use crate::verdict::PropertyReport;
 
+pub use beliefs::{Belief, Overlap, beliefs, overlaps};
 pub use grants::{Grant, grants};
 
 /// The properties a scenario can state an expectation about.
@@ -23,15 +27,22 @@ pub enum Property {
     MutualExclusion,
     /// The tokens the resource accepts never go backwards.
     Fencing,
+    /// At every instant of true time at most one client believes it holds the lock.
+    SingleHolder,
+    /// No lease expires while its owner renewed it within its TTL (true time); no keepalive is
+    /// acknowledged for an expired lease.
+    LeaseSafety,
     /// Intervals in which two clients both believed they held the same lock. Informational:
     /// under process pauses they are expected, which is why fencing is needed; never fails.
     DualOwnership,
 }
 
 impl Property {
-    pub const ALL: [Property; 3] = [
+    pub const ALL: [Property; 5] = [
         Property::MutualExclusion,
         Property::Fencing,
+        Property::SingleHolder,
+        Property::LeaseSafety,
         Property::DualOwnership,
     ];
 
@@ -40,8 +51,15 @@ impl Property {
         match self {
             Property::MutualExclusion => "mutual_exclusion",
             Property::Fencing => "fencing",
+            Property::SingleHolder => "single_holder",
+            Property::LeaseSafety => "lease_safety",
             Property::DualOwnership => "dual_ownership",
         }
+    }
+
+    /// Informational properties report observations and always pass.
+    pub fn is_informational(self) -> bool {
+        self == Property::DualOwnership
     }
 
     pub fn from_id(id: &str) -> Option<Property> {
@@ -52,6 +70,8 @@ impl Property {
         match self {
             Property::MutualExclusion => mutual_exclusion::check(history),
             Property::Fencing => fencing::check(history),
+            Property::SingleHolder => single_holder::check(history),
+            Property::LeaseSafety => lease_safety::check(history),
             Property::DualOwnership => dual_ownership::check(history),
         }
     }

@@ -14,24 +14,14 @@ use crate::verdict::{Finding, PropertyReport, Verdict};
 pub(super) fn check(history: &History) -> PropertyReport {
     let grants = grants(history);
     // (client, token) identifies a grant; a client never gets the same token twice.
-    let by_holder: BTreeMap<(&str, i64), &Grant> = grants
-        .iter()
-        .map(|g| ((g.client.as_str(), g.token), g))
-        .collect();
+    let by_holder: BTreeMap<(&str, i64), &Grant> = grants.iter().map(|g| ((g.client.as_str(), g.token), g)).collect();
 
     // The newest grant whose write was accepted so far, with the entry of that write.
     let mut newest: Option<(&Grant, usize)> = None;
     let mut findings = Vec::new();
     let mut accepted = 0usize;
     for (index, entry) in history.entries.iter().enumerate() {
-        let Event::Resource {
-            client,
-            token,
-            accepted: true,
-            resource,
-            ..
-        } = &entry.event
-        else {
+        let Event::Resource { client, token, accepted: true, resource, .. } = &entry.event else {
             continue;
         };
         accepted += 1;
@@ -68,21 +58,12 @@ pub(super) fn check(history: &History) -> PropertyReport {
             _ => newest = Some((grant, index)),
         }
     }
-    let verdict = if findings.is_empty() {
-        Verdict::Pass
-    } else {
-        Verdict::Fail
-    };
+    let verdict = if findings.is_empty() { Verdict::Pass } else { Verdict::Fail };
     let summary = match verdict {
         Verdict::Pass => format!("{accepted} accepted writes, ownership only moved forward"),
         _ => format!("{} accepted writes from a stale holder", findings.len()),
     };
-    PropertyReport {
-        property: "mutual_exclusion".into(),
-        verdict,
-        summary,
-        findings,
-    }
+    PropertyReport { property: "mutual_exclusion".into(), verdict, summary, findings }
 }
 
 /// Grant order: by the true time the grant was observed, then by token.

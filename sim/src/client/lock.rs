@@ -35,13 +35,7 @@ pub async fn lock(
     node: &str,
     name: &str,
 ) -> Result<(String, i64), LockError> {
-    let op = recorder.invoke(
-        node,
-        Call::Lock {
-            name: name.to_string(),
-            lease: session.lease,
-        },
-    );
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease });
     let budget = Duration::from_millis(session.ttl_ms);
     let (mut mutex, mut step) = EtcdMutex::lock(name, session.lease);
     let result = loop {
@@ -71,22 +65,12 @@ pub async fn lock(
         };
     };
     match &result {
-        Ok((key, token)) => recorder.ok(
-            node,
-            op,
-            Return::Locked {
-                key: key.clone(),
-                token: *token,
-            },
-        ),
+        Ok((key, token)) => recorder.ok(node, op, Return::Locked { key: key.clone(), token: *token }),
         Err(LockError::Unavailable(error)) => {
             recorder.info(node, op, error.to_string());
             // Our key may exist: remove it so that it does not block the queue until the lease
             // expires (etcd's Lock does the same when its context is cancelled).
-            let delete = DeleteRangeRequest {
-                range: KeyRange::Key(mutex.key().to_string()),
-                prev_kv: false,
-            };
+            let delete = DeleteRangeRequest { range: KeyRange::Key(mutex.key().to_string()), prev_kv: false };
             let _ = client.write(Command::DeleteRange(delete), budget).await;
         }
         Err(error) => recorder.fail(node, op, error.to_string()),
@@ -95,26 +79,14 @@ pub async fn lock(
 }
 
 /// Waits until `key` is deleted at or after `from`, or the session ends.
-async fn wait_delete(
-    client: &Client,
-    session: &Session,
-    key: &str,
-    mut from: i64,
-) -> Result<(), SessionEnd> {
+async fn wait_delete(client: &Client, session: &Session, key: &str, mut from: i64) -> Result<(), SessionEnd> {
     loop {
         if let Some(end) = session.ended() {
             return Err(end);
         }
-        match client
-            .watch_once(KeyRange::Key(key.to_string()), from, WATCH_POLL)
-            .await
-        {
+        match client.watch_once(KeyRange::Key(key.to_string()), from, WATCH_POLL).await {
             Ok(Ok(batch)) => {
-                if batch
-                    .events
-                    .iter()
-                    .any(|event| event.kind == EventKind::Delete)
-                {
+                if batch.events.iter().any(|event| event.kind == EventKind::Delete) {
                     return Ok(());
                 }
                 let seen = batch.events.iter().map(|event| event.kv.mod_revision).max();
@@ -128,25 +100,9 @@ async fn wait_delete(
 }
 
 /// Releases the lock by deleting the holder key. Records one `unlock` operation.
-pub async fn unlock(
-    client: &Client,
-    recorder: &Recorder,
-    node: &str,
-    name: &str,
-    key: &str,
-    budget: Duration,
-) {
-    let op = recorder.invoke(
-        node,
-        Call::Unlock {
-            name: name.to_string(),
-            key: key.to_string(),
-        },
-    );
-    let delete = DeleteRangeRequest {
-        range: KeyRange::Key(key.to_string()),
-        prev_kv: false,
-    };
+pub async fn unlock(client: &Client, recorder: &Recorder, node: &str, name: &str, key: &str, budget: Duration) {
+    let op = recorder.invoke(node, Call::Unlock { name: name.to_string(), key: key.to_string() });
+    let delete = DeleteRangeRequest { range: KeyRange::Key(key.to_string()), prev_kv: false };
     match client.write(Command::DeleteRange(delete), budget).await {
         Ok(CommandResponse::DeleteRange(_)) => recorder.ok(node, op, Return::Unlocked),
         Ok(other) => recorder.fail(node, op, format!("{other:?}")),

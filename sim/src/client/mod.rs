@@ -11,10 +11,9 @@ use std::time::Duration;
 use madsim::net::Endpoint;
 
 use crate::clock::{Clock, LocalTime};
+use crate::netfault;
 use crate::rpc::{ClientReply, ClientRequest, WatchBatch};
-use crate::store::{
-    Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError,
-};
+use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
 
 pub use lock::{LockError, lock, unlock};
 pub use session::{Session, SessionEnd};
@@ -45,19 +44,10 @@ pub struct Client {
 }
 
 impl Client {
-    pub async fn connect(
-        local: SocketAddr,
-        servers: Vec<(u64, SocketAddr)>,
-        clock: Clock,
-    ) -> std::io::Result<Client> {
+    pub async fn connect(local: SocketAddr, servers: Vec<(u64, SocketAddr)>, clock: Clock) -> std::io::Result<Client> {
         assert!(!servers.is_empty(), "a client needs at least one server");
         let endpoint = Endpoint::bind(local).await?;
-        Ok(Client {
-            endpoint,
-            servers: Arc::new(servers),
-            target: Arc::new(Mutex::new(0)),
-            clock,
-        })
+        Ok(Client { endpoint, servers: Arc::new(servers), target: Arc::new(Mutex::new(0)), clock })
     }
 
     pub fn clock(&self) -> &Clock {
@@ -70,11 +60,7 @@ impl Client {
 
     /// Sends `request` to the leader, following redirects and trying each server in turn until
     /// one answers or `budget` of local time is spent.
-    pub async fn call(
-        &self,
-        request: ClientRequest,
-        budget: Duration,
-    ) -> Result<ClientReply, Unavailable> {
+    pub async fn call(&self, request: ClientRequest, budget: Duration) -> Result<ClientReply, Unavailable> {
         let deadline = self.clock.now().plus_ms(budget.as_millis() as u64);
         let mut attempts = 0;
         let mut last = String::from("no attempt");
@@ -82,17 +68,9 @@ impl Client {
             attempts += 1;
             let index = *self.target.lock().expect("client lock poisoned");
             let (_, addr) = self.servers[index];
-            let timeout = RPC_TIMEOUT
-                .min(remaining(self.clock.now(), deadline))
-                .max(Duration::from_millis(1));
-            match self
-                .endpoint
-                .call_timeout(addr, request.clone(), timeout)
-                .await
-            {
-                Ok(ClientReply::NotLeader {
-                    leader: Some(leader),
-                }) if self.index_of(leader) != Some(index) => {
+            let timeout = RPC_TIMEOUT.min(remaining(self.clock.now(), deadline)).max(Duration::from_millis(1));
+            match netfault::call(&self.endpoint, addr, request.clone(), timeout).await {
+                Ok(ClientReply::NotLeader { leader: Some(leader) }) if self.index_of(leader) != Some(index) => {
                     last = format!("redirected to s{leader}");
                     self.set_target(self.index_of(leader).unwrap_or(index));
                 }
@@ -113,18 +91,10 @@ impl Client {
                 }
             }
         }
-        Err(Unavailable {
-            budget_ms: budget.as_millis() as u64,
-            attempts,
-            last,
-        })
+        Err(Unavailable { budget_ms: budget.as_millis() as u64, attempts, last })
     }
 
-    pub async fn write(
-        &self,
-        command: Command,
-        budget: Duration,
-    ) -> Result<CommandResponse, Unavailable> {
+    pub async fn write(&self, command: Command, budget: Duration) -> Result<CommandResponse, Unavailable> {
         match self.call(ClientRequest::Write(command), budget).await? {
             ClientReply::Write(response) => Ok(response),
             other => unreachable!("a write is answered by a write response, got {other:?}"),
@@ -137,16 +107,7 @@ impl Client {
         request: RangeRequest,
         budget: Duration,
     ) -> Result<Result<RangeResponse, StoreError>, Unavailable> {
-        match self
-            .call(
-                ClientRequest::Range {
-                    request,
-                    linearizable: true,
-                },
-                budget,
-            )
-            .await?
-        {
+        match self.call(ClientRequest::Range { request, linearizable: true }, budget).await? {
             ClientReply::Range(result) => Ok(result),
             other => unreachable!("a read is answered by a range response, got {other:?}"),
         }
@@ -159,11 +120,7 @@ impl Client {
         from: Revision,
         wait: Duration,
     ) -> Result<Result<WatchBatch, StoreError>, Unavailable> {
-        let request = ClientRequest::Watch {
-            range,
-            from,
-            wait_ms: wait.as_millis() as u64,
-        };
+        let request = ClientRequest::Watch { range, from, wait_ms: wait.as_millis() as u64 };
         // The poll itself waits `wait` on the server: give the call room for that plus a retry.
         match self.call(request, wait + RPC_TIMEOUT * 2).await? {
             ClientReply::Watch(result) => Ok(result),
@@ -171,11 +128,7 @@ impl Client {
         }
     }
 
-    pub async fn keep_alive(
-        &self,
-        lease: LeaseId,
-        budget: Duration,
-    ) -> Result<ClientReply, Unavailable> {
+    pub async fn keep_alive(&self, lease: LeaseId, budget: Duration) -> Result<ClientReply, Unavailable> {
         self.call(ClientRequest::KeepAlive { lease }, budget).await
     }
 
@@ -197,5 +150,5 @@ impl Client {
 }
 
 fn remaining(now: LocalTime, deadline: LocalTime) -> Duration {
-    Duration::from_nanos(deadline.0.saturating_sub(now.0))
+    now.until(deadline)
 }

@@ -10,6 +10,7 @@ use coordsim_checker::history::{Call, Return};
 use tokio::sync::Notify;
 
 use super::Client;
+use crate::clock::LocalTime;
 use crate::recorder::Recorder;
 use crate::rpc::ClientReply;
 use crate::store::{Command, CommandResponse, LeaseId};
@@ -19,7 +20,8 @@ use crate::store::{Command, CommandResponse, LeaseId};
 pub enum SessionEnd {
     /// A keepalive was answered "lease not found": the cluster expired or revoked it.
     LeaseGone,
-    /// No keepalive was acknowledged for a whole TTL (by the client's clock).
+    /// No keepalive was acknowledged within the client's deadline (by default the TTL), by the
+    /// client's clock.
     KeepAliveTimeout,
 }
 
@@ -27,9 +29,7 @@ impl std::fmt::Display for SessionEnd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             SessionEnd::LeaseGone => "session expired: the cluster no longer has the lease",
-            SessionEnd::KeepAliveTimeout => {
-                "session expired: no keepalive acknowledged within the TTL"
-            }
+            SessionEnd::KeepAliveTimeout => "session expired: no keepalive acknowledged within the TTL",
         })
     }
 }
@@ -50,19 +50,21 @@ pub struct Session {
 impl Session {
     /// Grants a lease with `ttl_ms` and starts keeping it alive. Records the grant and every
     /// keepalive as operations of `node`. `None` if the grant got no answer in time.
+    /// `deadline_ms`: `Some` for a client that stops acting exactly that long after its last
+    /// acknowledged keepalive (by its clock); `None` for etcd clientv3's behaviour: the session
+    /// ends when the cluster answers "lease not found", or when a keepalive attempt finds that
+    /// none was acknowledged for a TTL.
     pub async fn open(
         client: &Client,
         recorder: &Recorder,
         node: &str,
         ttl_ms: u64,
+        deadline_ms: Option<u64>,
     ) -> Option<Session> {
+        // The lease can be no older than the moment the grant was sent: count from there.
+        let sent = client.clock().now();
         let op = recorder.invoke(node, Call::LeaseGrant { ttl_ms });
-        let granted = client
-            .write(
-                Command::LeaseGrant { id: 0, ttl_ms },
-                Duration::from_millis(ttl_ms),
-            )
-            .await;
+        let granted = client.write(Command::LeaseGrant { id: 0, ttl_ms }, Duration::from_millis(ttl_ms)).await;
         let (lease, ttl_ms) = match granted {
             Ok(CommandResponse::LeaseGrant { id, ttl_ms, .. }) => (id, ttl_ms),
             Ok(other) => {
@@ -76,29 +78,23 @@ impl Session {
         };
         recorder.ok(node, op, Return::LeaseGranted { lease, ttl_ms });
         let state = Arc::new(State::default());
-        let keepalive = madsim::task::spawn(keep_alive(
-            client.clone(),
-            recorder.clone(),
-            node.to_string(),
+        let keeper = KeepAlive {
+            client: client.clone(),
+            recorder: recorder.clone(),
+            node: node.to_string(),
             lease,
             ttl_ms,
-            state.clone(),
-        ));
-        Some(Session {
-            lease,
-            ttl_ms,
-            state,
-            keepalive,
-        })
+            deadline_ms: deadline_ms.unwrap_or(ttl_ms),
+            watch_deadline: deadline_ms.is_some(),
+            last_ack_sent: sent,
+        };
+        let keepalive = madsim::task::spawn(keeper.run(state.clone()));
+        Some(Session { lease, ttl_ms, state, keepalive })
     }
 
     /// `Some(reason)` once the session has ended.
     pub fn ended(&self) -> Option<SessionEnd> {
-        self.state
-            .end
-            .lock()
-            .expect("session lock poisoned")
-            .clone()
+        self.state.end.lock().expect("session lock poisoned").clone()
     }
 
     /// Waits until the session ends.
@@ -121,36 +117,76 @@ impl Drop for Session {
     }
 }
 
-async fn keep_alive(
+/// The background keepalive loop of one session.
+struct KeepAlive {
     client: Client,
     recorder: Recorder,
     node: String,
     lease: LeaseId,
     ttl_ms: u64,
-    state: Arc<State>,
-) {
-    let interval = Duration::from_millis((ttl_ms / 3).max(1));
-    let mut last_ack = client.clock().now();
-    let end = loop {
-        client.clock().sleep(interval).await;
-        let sent = client.clock().now();
-        let op = recorder.invoke(&node, Call::LeaseKeepAlive { lease });
-        match client.keep_alive(lease, interval).await {
-            Ok(ClientReply::KeptAlive { ttl_ms }) => {
-                recorder.ok(&node, op, Return::LeaseKeptAlive { ttl_ms });
-                last_ack = sent;
+    /// How long after `last_ack_sent` the client keeps believing in the lease, by its clock.
+    deadline_ms: u64,
+    /// Whether the client watches that deadline continuously (a client with a local lease
+    /// deadline), or only notices it when a keepalive attempt ends (etcd clientv3's default).
+    watch_deadline: bool,
+    /// When the last acknowledged keepalive (or the grant) was sent, by the client's clock: the
+    /// server extended the lease no earlier than that.
+    last_ack_sent: LocalTime,
+}
+
+impl KeepAlive {
+    async fn run(mut self, state: Arc<State>) {
+        let end = self.until_end().await;
+        *state.end.lock().expect("session lock poisoned") = Some(end);
+        state.ended.notify_waiters();
+    }
+
+    /// Keeps the lease alive every TTL/3 until the cluster says it is gone or the client's own
+    /// deadline passes. A watched deadline is checked continuously, not only between
+    /// keepalives, so the client stops acting at the moment its clock says so
+    /// (../shared/cases/06).
+    async fn until_end(&mut self) -> SessionEnd {
+        let clock = self.client.clock().clone();
+        let interval = Duration::from_millis((self.ttl_ms / 3).max(1));
+        let mut next = clock.now().plus(interval);
+        loop {
+            let deadline = self.last_ack_sent.plus_ms(self.deadline_ms);
+            // Without a watched deadline it is only checked after an attempt (below).
+            let watched = if self.watch_deadline { deadline } else { LocalTime(i64::MAX) };
+            if clock.now() >= watched {
+                return SessionEnd::KeepAliveTimeout;
             }
-            Ok(ClientReply::LeaseNotFound) => {
-                recorder.fail(&node, op, "lease not found");
-                break SessionEnd::LeaseGone;
+            if clock.now() < next {
+                clock.sleep_until(next.min(watched)).await;
+                continue;
             }
-            Ok(other) => recorder.info(&node, op, format!("{other:?}")),
-            Err(error) => recorder.info(&node, op, error.to_string()),
+            next = clock.now().plus(interval);
+            let sent = clock.now();
+            let op = self.recorder.invoke(&self.node, Call::LeaseKeepAlive { lease: self.lease });
+            let call = std::pin::pin!(self.client.keep_alive(self.lease, interval));
+            let expire = std::pin::pin!(clock.sleep_until(watched));
+            let reply = match futures::future::select(call, expire).await {
+                futures::future::Either::Left((reply, _)) => reply,
+                futures::future::Either::Right(((), _)) => {
+                    self.recorder.info(&self.node, op, "client deadline passed while waiting for the reply");
+                    return SessionEnd::KeepAliveTimeout;
+                }
+            };
+            match reply {
+                Ok(ClientReply::KeptAlive { ttl_ms }) => {
+                    self.recorder.ok(&self.node, op, Return::LeaseKeptAlive { ttl_ms });
+                    self.last_ack_sent = sent;
+                }
+                Ok(ClientReply::LeaseNotFound) => {
+                    self.recorder.fail(&self.node, op, "lease not found");
+                    return SessionEnd::LeaseGone;
+                }
+                Ok(other) => self.recorder.info(&self.node, op, format!("{other:?}")),
+                Err(error) => self.recorder.info(&self.node, op, error.to_string()),
+            }
+            if clock.now() >= deadline {
+                return SessionEnd::KeepAliveTimeout;
+            }
         }
-        if last_ack.ms_until(client.clock().now()) >= ttl_ms {
-            break SessionEnd::KeepAliveTimeout;
-        }
-    };
-    *state.end.lock().expect("session lock poisoned") = Some(end);
-    state.ended.notify_waiters();
+    }
 }

@@ -47,12 +47,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, io::Error> {
-        Ok(self
-            .lock()
-            .entries
-            .range(range)
-            .map(|(_, entry)| entry.clone())
-            .collect())
+        Ok(self.lock().entries.range(range).map(|(_, entry)| entry.clone()).collect())
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
@@ -65,16 +60,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
         let durable = self.lock();
-        let last_log_id = durable
-            .entries
-            .values()
-            .next_back()
-            .map(|entry| entry.log_id.clone())
-            .or(durable.last_purged.clone());
-        Ok(LogState {
-            last_purged_log_id: durable.last_purged.clone(),
-            last_log_id,
-        })
+        let last_log_id =
+            durable.entries.values().next_back().map(|entry| entry.log_id.clone()).or(durable.last_purged.clone());
+        Ok(LogState { last_purged_log_id: durable.last_purged.clone(), last_log_id })
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -95,11 +83,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         Ok(self.lock().committed.clone())
     }
 
-    async fn append<I>(
-        &mut self,
-        entries: I,
-        callback: IOFlushed<TypeConfig>,
-    ) -> Result<(), io::Error>
+    async fn append<I>(&mut self, entries: I, callback: IOFlushed<TypeConfig>) -> Result<(), io::Error>
     where
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
@@ -117,19 +101,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
         let mut durable = self.lock();
         let keep_through = last_log_id.map(|id| id.index);
-        durable
-            .entries
-            .retain(|index, _| keep_through.is_some_and(|last| *index <= last));
+        durable.entries.retain(|index, _| keep_through.is_some_and(|last| *index <= last));
         Ok(())
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
         let mut durable = self.lock();
         assert!(
-            durable
-                .last_purged
-                .as_ref()
-                .is_none_or(|purged| purged.index <= log_id.index),
+            durable.last_purged.as_ref().is_none_or(|purged| purged.index <= log_id.index),
             "purge must move forward: purged {:?}, asked {:?}",
             durable.last_purged,
             log_id

@@ -52,13 +52,7 @@ impl fmt::Display for Command {
             Command::Put(put) => write!(f, "put {:?} lease={}", put.key, put.lease),
             Command::DeleteRange(delete) => write!(f, "delete {:?}", delete.range),
             Command::Txn(txn) => {
-                write!(
-                    f,
-                    "txn compares={} then={} else={}",
-                    txn.compare.len(),
-                    txn.success.len(),
-                    txn.failure.len()
-                )
+                write!(f, "txn compares={} then={} else={}", txn.compare.len(), txn.success.len(), txn.failure.len())
             }
             Command::LeaseGrant { id, ttl_ms } => write!(f, "lease-grant id={id} ttl_ms={ttl_ms}"),
             Command::LeaseRevoke { id, reason } => {

@@ -11,9 +11,7 @@ use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use openraft::error::{RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::RPCOption;
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
-};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
 use openraft::{AnyError, BasicNode, RaftNetworkFactory, RaftNetworkV2};
 use serde::{Deserialize, Serialize};
 
@@ -77,28 +75,16 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Peer;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> Peer {
-        Peer {
-            endpoint: self.endpoint.clone(),
-            target,
-            addr: node.addr.parse().ok(),
-        }
+        Peer { endpoint: self.endpoint.clone(), target, addr: node.addr.parse().ok() }
     }
 }
 
 impl Peer {
-    async fn call<R: Request>(
-        &self,
-        request: R,
-        option: &RPCOption,
-    ) -> Result<R::Response, Unreachable<TypeConfig>> {
+    async fn call<R: Request>(&self, request: R, option: &RPCOption) -> Result<R::Response, Unreachable<TypeConfig>> {
         let Some(addr) = self.addr else {
-            return Err(unreachable(format!(
-                "node {} has no valid address",
-                self.target
-            )));
+            return Err(unreachable(format!("node {} has no valid address", self.target)));
         };
-        self.endpoint
-            .call_timeout(addr, request, option.hard_ttl())
+        crate::netfault::call(&self.endpoint, addr, request, option.hard_ttl())
             .await
             .map_err(|e| unreachable(format!("node {}: {e}", self.target)))
     }
@@ -146,14 +132,8 @@ impl RaftNetworkV2<TypeConfig> for Peer {
         _cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
         option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
-        let request = SnapshotRpc {
-            vote,
-            meta: snapshot.meta,
-            data: snapshot.snapshot,
-        };
+        let request = SnapshotRpc { vote, meta: snapshot.meta, data: snapshot.snapshot };
         let reply = self.call(request, &option).await?;
-        reply.map_err(|message| {
-            StreamingError::Unreachable(unreachable(format!("remote: {message}")))
-        })
+        reply.map_err(|message| StreamingError::Unreachable(unreachable(format!("remote: {message}"))))
     }
 }

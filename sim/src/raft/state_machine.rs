@@ -43,11 +43,7 @@ pub struct StateMachine {
 
 impl StateMachine {
     /// Starts from the durable snapshot if the server has one (a restart), else empty.
-    pub fn new(
-        durable: LogStore,
-        snapshot: Option<(SnapshotMeta, StoreSnapshot)>,
-        on_apply: OnApply,
-    ) -> Self {
+    pub fn new(durable: LogStore, snapshot: Option<(SnapshotMeta, StoreSnapshot)>, on_apply: OnApply) -> Self {
         let applied = match snapshot {
             Some((meta, data)) => Applied {
                 store: data.store,
@@ -56,11 +52,7 @@ impl StateMachine {
             },
             None => Applied::default(),
         };
-        StateMachine {
-            applied: Arc::new(Mutex::new(applied)),
-            durable,
-            on_apply,
-        }
+        StateMachine { applied: Arc::new(Mutex::new(applied)), durable, on_apply }
     }
 
     /// The applied state, shared with the server's handlers.
@@ -74,16 +66,9 @@ impl StateMachine {
 
     fn snapshot_now(&self) -> Snapshot {
         let applied = self.lock();
-        let meta = SnapshotMeta {
-            last_log_id: applied.last_applied.clone(),
-            last_membership: applied.membership.clone(),
-        };
-        Snapshot {
-            meta,
-            snapshot: StoreSnapshot {
-                store: applied.store.clone(),
-            },
-        }
+        let meta =
+            SnapshotMeta { last_log_id: applied.last_applied.clone(), last_membership: applied.membership.clone() };
+        Snapshot { meta, snapshot: StoreSnapshot { store: applied.store.clone() } }
     }
 
     fn save_snapshot(&self, snapshot: &Snapshot) {
@@ -139,8 +124,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                         (ApplyResult::Command(response), Some(command))
                     }
                     EntryPayload::Membership(membership) => {
-                        applied.membership =
-                            StoredMembership::new(Some(entry.log_id.clone()), membership);
+                        applied.membership = StoredMembership::new(Some(entry.log_id.clone()), membership);
                         (ApplyResult::Internal, None)
                     }
                 }
@@ -159,11 +143,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.clone()
     }
 
-    async fn install_snapshot(
-        &mut self,
-        meta: &SnapshotMeta,
-        snapshot: StoreSnapshot,
-    ) -> Result<(), io::Error> {
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: StoreSnapshot) -> Result<(), io::Error> {
         {
             let mut applied = self.lock();
             applied.store = snapshot.store.clone();
@@ -177,9 +157,6 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
         let durable = self.durable_lock();
-        Ok(durable.snapshot.as_ref().map(|(meta, data)| Snapshot {
-            meta: meta.clone(),
-            snapshot: data.clone(),
-        }))
+        Ok(durable.snapshot.as_ref().map(|(meta, data)| Snapshot { meta: meta.clone(), snapshot: data.clone() }))
     }
 }

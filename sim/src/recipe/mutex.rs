@@ -13,8 +13,8 @@
 //! Unlocking deletes the key, which wakes the successor.
 
 use crate::store::{
-    Compare, CompareResult, CompareTarget, KeyRange, LeaseId, PutRequest, RangeRequest,
-    RangeResponse, Revision, SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
+    Compare, CompareResult, CompareTarget, KeyRange, LeaseId, PutRequest, RangeRequest, RangeResponse, Revision,
+    SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
 };
 
 /// What the driver must do next.
@@ -26,10 +26,7 @@ pub enum MutexStep {
     Range(RangeRequest),
     /// Watch `key` from `from_revision` until a delete event; then feed back
     /// [`MutexInput::Deleted`].
-    WaitDelete {
-        key: String,
-        from_revision: Revision,
-    },
+    WaitDelete { key: String, from_revision: Revision },
     /// The lock is held; `token` is our key's create_revision.
     Acquired { key: String, token: Revision },
     /// The lock cannot be acquired with this session.
@@ -75,12 +72,7 @@ impl EtcdMutex {
     /// Starts acquiring the lock `prefix` for the session `lease`; returns the first step.
     pub fn lock(prefix: &str, lease: LeaseId) -> (EtcdMutex, MutexStep) {
         let key = holder_key(prefix, lease);
-        let mutex = EtcdMutex {
-            prefix: prefix.to_string(),
-            key: key.clone(),
-            my_revision: 0,
-            state: State::Creating,
-        };
+        let mutex = EtcdMutex { prefix: prefix.to_string(), key: key.clone(), my_revision: 0, state: State::Creating };
         let oldest = oldest_holder(prefix);
         let txn = TxnRequest {
             compare: vec![Compare {
@@ -89,18 +81,10 @@ impl EtcdMutex {
                 target: CompareTarget::CreateRevision(0),
             }],
             success: vec![
-                TxnOp::Put(PutRequest {
-                    key: key.clone(),
-                    value: String::new(),
-                    lease,
-                    prev_kv: false,
-                }),
+                TxnOp::Put(PutRequest { key: key.clone(), value: String::new(), lease, prev_kv: false }),
                 TxnOp::Range(oldest.clone()),
             ],
-            failure: vec![
-                TxnOp::Range(RangeRequest::new(KeyRange::Key(key))),
-                TxnOp::Range(oldest),
-            ],
+            failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(key))), TxnOp::Range(oldest)],
         };
         (mutex, MutexStep::Txn(txn))
     }
@@ -113,19 +97,14 @@ impl EtcdMutex {
     pub fn step(&mut self, input: MutexInput) -> MutexStep {
         match (&self.state, input) {
             (State::Creating, MutexInput::Txn(response)) => self.on_created(response),
-            (State::FindingPredecessor, MutexInput::Range(response)) => {
-                self.on_predecessor(response)
-            }
+            (State::FindingPredecessor, MutexInput::Range(response)) => self.on_predecessor(response),
             (State::WaitingForDelete, MutexInput::Deleted) => self.find_predecessor(),
             (State::CheckingOwnKey, MutexInput::Range(response)) => {
                 self.state = State::Done;
                 if response.kvs.is_empty() {
                     MutexStep::Failed(MutexError::SessionExpired(self.key.clone()))
                 } else {
-                    MutexStep::Acquired {
-                        key: self.key.clone(),
-                        token: self.my_revision,
-                    }
+                    MutexStep::Acquired { key: self.key.clone(), token: self.my_revision }
                 }
             }
             (state, _) => {
@@ -138,29 +117,20 @@ impl EtcdMutex {
 
     fn on_created(&mut self, response: TxnResponse) -> MutexStep {
         let (my_revision, oldest) = match (response.succeeded, response.responses.as_slice()) {
-            (true, [TxnOpResponse::Put(_), TxnOpResponse::Range(oldest)]) => {
-                (response.header.revision, oldest)
-            }
-            (false, [TxnOpResponse::Range(mine), TxnOpResponse::Range(oldest)]) => {
-                match mine.kvs.first() {
-                    Some(kv) => (kv.create_revision, oldest),
-                    None => {
-                        return self.fail(MutexError::Protocol(
-                            "creating: compare failed but the key is missing",
-                        ));
-                    }
+            (true, [TxnOpResponse::Put(_), TxnOpResponse::Range(oldest)]) => (response.header.revision, oldest),
+            (false, [TxnOpResponse::Range(mine), TxnOpResponse::Range(oldest)]) => match mine.kvs.first() {
+                Some(kv) => (kv.create_revision, oldest),
+                None => {
+                    return self.fail(MutexError::Protocol("creating: compare failed but the key is missing"));
                 }
-            }
+            },
             _ => return self.fail(MutexError::Protocol("creating")),
         };
         self.my_revision = my_revision;
         match oldest.kvs.first() {
             Some(owner) if owner.create_revision == my_revision => {
                 self.state = State::Done;
-                MutexStep::Acquired {
-                    key: self.key.clone(),
-                    token: my_revision,
-                }
+                MutexStep::Acquired { key: self.key.clone(), token: my_revision }
             }
             _ => self.find_predecessor(),
         }
@@ -179,10 +149,7 @@ impl EtcdMutex {
         match response.kvs.first() {
             Some(predecessor) => {
                 self.state = State::WaitingForDelete;
-                MutexStep::WaitDelete {
-                    key: predecessor.key.clone(),
-                    from_revision: response.header.revision + 1,
-                }
+                MutexStep::WaitDelete { key: predecessor.key.clone(), from_revision: response.header.revision + 1 }
             }
             None => {
                 self.state = State::CheckingOwnKey;
@@ -237,11 +204,9 @@ mod tests {
                     CommandResponse::Txn(response) => mutex.step(MutexInput::Txn(response)),
                     other => panic!("txn failed: {other:?}"),
                 },
-                MutexStep::Range(request) => mutex.step(MutexInput::Range(
-                    store
-                        .range(&request)
-                        .expect("range at the current revision"),
-                )),
+                MutexStep::Range(request) => {
+                    mutex.step(MutexInput::Range(store.range(&request).expect("range at the current revision")))
+                }
                 done => return done,
             }
         }
@@ -255,10 +220,8 @@ mod tests {
     }
 
     fn delete(store: &mut Store, key: &str) {
-        store.apply(&Command::DeleteRange(DeleteRangeRequest {
-            range: KeyRange::Key(key.to_string()),
-            prev_kv: false,
-        }));
+        store
+            .apply(&Command::DeleteRange(DeleteRangeRequest { range: KeyRange::Key(key.to_string()), prev_kv: false }));
     }
 
     #[test]
@@ -268,18 +231,8 @@ mod tests {
         let (mut mutex, step) = EtcdMutex::lock("/lock/r", lease);
         let step = drive(&mut store, &mut mutex, step);
         let key = holder_key("/lock/r", lease);
-        let created = store
-            .range(&RangeRequest::new(KeyRange::Key(key.clone())))
-            .unwrap()
-            .kvs[0]
-            .create_revision;
-        assert_eq!(
-            step,
-            MutexStep::Acquired {
-                key,
-                token: created
-            }
-        );
+        let created = store.range(&RangeRequest::new(KeyRange::Key(key.clone()))).unwrap().kvs[0].create_revision;
+        assert_eq!(step, MutexStep::Acquired { key, token: created });
     }
 
     #[test]
@@ -314,15 +267,10 @@ mod tests {
             panic!("first acquires")
         };
         let (mut m2, s2) = EtcdMutex::lock("/lock/r", second);
-        assert!(matches!(
-            drive(&mut store, &mut m2, s2),
-            MutexStep::WaitDelete { .. }
-        ));
+        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::WaitDelete { .. }));
         delete(&mut store, &k1);
         let s2 = m2.step(MutexInput::Deleted);
-        let MutexStep::Acquired { token: t2, .. } = drive(&mut store, &mut m2, s2) else {
-            panic!("second acquires")
-        };
+        let MutexStep::Acquired { token: t2, .. } = drive(&mut store, &mut m2, s2) else { panic!("second acquires") };
         assert!(t2 > t1, "token {t2} after {t1}");
     }
 
@@ -332,24 +280,13 @@ mod tests {
         let holder = grant(&mut store, 5000);
         let waiter = grant(&mut store, 1000);
         let (mut m1, s1) = EtcdMutex::lock("/lock/r", holder);
-        let MutexStep::Acquired { key: k1, .. } = drive(&mut store, &mut m1, s1) else {
-            panic!("holder acquires")
-        };
+        let MutexStep::Acquired { key: k1, .. } = drive(&mut store, &mut m1, s1) else { panic!("holder acquires") };
         let (mut m2, s2) = EtcdMutex::lock("/lock/r", waiter);
-        assert!(matches!(
-            drive(&mut store, &mut m2, s2),
-            MutexStep::WaitDelete { .. }
-        ));
-        store.apply(&Command::LeaseRevoke {
-            id: waiter,
-            reason: RevokeReason::Expired,
-        });
+        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::WaitDelete { .. }));
+        store.apply(&Command::LeaseRevoke { id: waiter, reason: RevokeReason::Expired });
         delete(&mut store, &k1);
         let s2 = m2.step(MutexInput::Deleted);
-        assert_eq!(
-            drive(&mut store, &mut m2, s2),
-            MutexStep::Failed(MutexError::SessionExpired(m2.key().to_string()))
-        );
+        assert_eq!(drive(&mut store, &mut m2, s2), MutexStep::Failed(MutexError::SessionExpired(m2.key().to_string())));
     }
 
     #[test]
@@ -357,22 +294,15 @@ mod tests {
         let mut store = Store::new();
         let lease = grant(&mut store, 5000);
         let (mut m1, s1) = EtcdMutex::lock("/lock/r", lease);
-        let MutexStep::Acquired { token: t1, .. } = drive(&mut store, &mut m1, s1) else {
-            panic!("acquires")
-        };
+        let MutexStep::Acquired { token: t1, .. } = drive(&mut store, &mut m1, s1) else { panic!("acquires") };
         let (mut again, step) = EtcdMutex::lock("/lock/r", lease);
-        let MutexStep::Acquired { token: t2, .. } = drive(&mut store, &mut again, step) else {
-            panic!("re-acquires")
-        };
+        let MutexStep::Acquired { token: t2, .. } = drive(&mut store, &mut again, step) else { panic!("re-acquires") };
         assert_eq!(t1, t2, "the same key keeps its create_revision");
     }
 
     #[test]
     fn unexpected_input_fails_loudly_as_a_protocol_error() {
         let (mut mutex, _) = EtcdMutex::lock("/lock/r", 1);
-        assert_eq!(
-            mutex.step(MutexInput::Deleted),
-            MutexStep::Failed(MutexError::Protocol("creating"))
-        );
+        assert_eq!(mutex.step(MutexInput::Deleted), MutexStep::Failed(MutexError::Protocol("creating")));
     }
 }

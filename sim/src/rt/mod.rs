@@ -10,9 +10,13 @@
 //!   madsim forbids inside a simulation.
 //! - The RNG draws its seed from madsim's global RNG, so it follows the simulation seed (and
 //!   madsim's determinism check sees every draw).
+//! - Time is the running node's local clock ([`NodeInstant`], `crate::clock`), so per-node clock
+//!   skew reaches Raft's timers; sleeps convert a local deadline into the true instant at which
+//!   the node's clock reaches it.
 //! - Mpsc, Oneshot and Mutex are openraft-rt-tokio's wrappers of tokio's `sync` types, which hold
 //!   no RNG and need no reactor.
 
+mod instant;
 mod timeout;
 mod watch;
 
@@ -21,8 +25,11 @@ use std::io;
 use std::time::Duration;
 
 use openraft_rt::{AsyncRuntime, OptionalSend};
+
+use crate::clock::registry;
 use rand::SeedableRng;
 
+pub use instant::NodeInstant;
 pub use timeout::Timeout;
 pub use watch::{SimWatch, SimWatchReceiver, SimWatchSender};
 
@@ -42,8 +49,7 @@ impl AsyncRuntime for MadsimRuntime {
     type JoinError = madsim::task::JoinError;
     type JoinHandle<T: OptionalSend + 'static> = madsim::task::JoinHandle<T>;
     type Sleep = madsim::time::Sleep;
-    // madsim simulates `std::time::Instant` inside a run (it overrides the libc clock calls).
-    type Instant = std::time::Instant;
+    type Instant = NodeInstant;
     type TimeoutError = madsim::time::error::Elapsed;
     type Timeout<R, T: Future<Output = R> + OptionalSend> = Timeout<T>;
     type ThreadLocalRng = rand::rngs::SmallRng;
@@ -57,25 +63,19 @@ impl AsyncRuntime for MadsimRuntime {
     }
 
     fn sleep(duration: Duration) -> Self::Sleep {
-        madsim::time::sleep(duration)
+        Self::sleep_until(<NodeInstant as openraft_rt::Instant>::now() + duration)
     }
 
     fn sleep_until(deadline: Self::Instant) -> Self::Sleep {
-        madsim::time::sleep_until(deadline)
+        registry::current().sleep_until(deadline.0)
     }
 
-    fn timeout<R, F: Future<Output = R> + OptionalSend>(
-        duration: Duration,
-        future: F,
-    ) -> Self::Timeout<R, F> {
-        Timeout::new(future, madsim::time::sleep(duration))
+    fn timeout<R, F: Future<Output = R> + OptionalSend>(duration: Duration, future: F) -> Self::Timeout<R, F> {
+        Timeout::new(future, Self::sleep(duration))
     }
 
-    fn timeout_at<R, F: Future<Output = R> + OptionalSend>(
-        deadline: Self::Instant,
-        future: F,
-    ) -> Self::Timeout<R, F> {
-        Timeout::new(future, madsim::time::sleep_until(deadline))
+    fn timeout_at<R, F: Future<Output = R> + OptionalSend>(deadline: Self::Instant, future: F) -> Self::Timeout<R, F> {
+        Timeout::new(future, Self::sleep_until(deadline))
     }
 
     fn is_panic(_join_error: &Self::JoinError) -> bool {
@@ -95,9 +95,7 @@ impl AsyncRuntime for MadsimRuntime {
     type Mutex<T: OptionalSend + 'static> = openraft_rt_tokio::TokioMutex<T>;
 
     fn new(_threads: usize) -> Self {
-        MadsimRuntime {
-            runtime: madsim::runtime::Runtime::new(),
-        }
+        MadsimRuntime { runtime: madsim::runtime::Runtime::new() }
     }
 
     fn block_on<F, T>(&mut self, future: F) -> T

@@ -16,10 +16,7 @@ pub struct Timeout<F> {
 
 impl<F> Timeout<F> {
     pub(super) fn new(future: F, sleep: Sleep) -> Self {
-        Timeout {
-            future: Box::pin(future),
-            sleep: Box::pin(sleep),
-        }
+        Timeout { future: Box::pin(future), sleep: Box::pin(sleep) }
     }
 }
 

@@ -60,10 +60,7 @@ impl Watch for SimWatch {
             closed: AtomicBool::new(false),
             changed: Notify::new(),
         });
-        let receiver = SimWatchReceiver {
-            shared: shared.clone(),
-            seen: 0,
-        };
+        let receiver = SimWatchReceiver { shared: shared.clone(), seen: 0 };
         (SimWatchSender { shared }, receiver)
     }
 }
@@ -71,9 +68,7 @@ impl Watch for SimWatch {
 impl<T> Clone for SimWatchSender<T> {
     fn clone(&self) -> Self {
         self.shared.senders.fetch_add(1, Ordering::SeqCst);
-        SimWatchSender {
-            shared: self.shared.clone(),
-        }
+        SimWatchSender { shared: self.shared.clone() }
     }
 }
 
@@ -89,10 +84,7 @@ impl<T> Drop for SimWatchSender<T> {
 impl<T> Clone for SimWatchReceiver<T> {
     fn clone(&self) -> Self {
         self.shared.receivers.fetch_add(1, Ordering::SeqCst);
-        SimWatchReceiver {
-            shared: self.shared.clone(),
-            seen: self.seen,
-        }
+        SimWatchReceiver { shared: self.shared.clone(), seen: self.seen }
     }
 }
 
@@ -108,11 +100,7 @@ impl<T: OptionalSend + OptionalSync> WatchSender<SimWatch, T> for SimWatchSender
         if self.shared.receivers.load(Ordering::SeqCst) == 0 {
             return Err(SendError(value));
         }
-        *self
-            .shared
-            .value
-            .write()
-            .expect("watch value lock poisoned") = value;
+        *self.shared.value.write().expect("watch value lock poisoned") = value;
         self.shared.publish();
         Ok(())
     }
@@ -122,11 +110,7 @@ impl<T: OptionalSend + OptionalSync> WatchSender<SimWatch, T> for SimWatchSender
         F: FnOnce(&mut T) -> bool,
     {
         let modified = {
-            let mut value = self
-                .shared
-                .value
-                .write()
-                .expect("watch value lock poisoned");
+            let mut value = self.shared.value.write().expect("watch value lock poisoned");
             modify(&mut value)
         };
         if modified {
@@ -142,10 +126,7 @@ impl<T: OptionalSend + OptionalSync> WatchSender<SimWatch, T> for SimWatchSender
     fn subscribe(&self) -> SimWatchReceiver<T> {
         self.shared.receivers.fetch_add(1, Ordering::SeqCst);
         let seen = self.shared.version.load(Ordering::SeqCst);
-        SimWatchReceiver {
-            shared: self.shared.clone(),
-            seen,
-        }
+        SimWatchReceiver { shared: self.shared.clone(), seen }
     }
 }
 

@@ -23,16 +23,8 @@ impl Store {
 
     /// After a write: the revision moved by 0 or 1, and each touched key is consistent.
     pub(super) fn check_write(&self, before: Revision, touched: &[(String, LeaseId)]) {
-        assert!(
-            self.revision() >= before,
-            "revision went back from {before} to {}",
-            self.revision()
-        );
-        assert!(
-            self.revision() <= before + 1,
-            "one write moved the revision from {before} to {}",
-            self.revision()
-        );
+        assert!(self.revision() >= before, "revision went back from {before} to {}", self.revision());
+        assert!(self.revision() <= before + 1, "one write moved the revision from {before} to {}", self.revision());
         self.check_revisions();
         for (key, prev_lease) in touched {
             self.check_touched_key(key, *prev_lease);
@@ -59,16 +51,8 @@ impl Store {
     }
 
     fn check_revisions(&self) {
-        assert!(
-            self.revision() >= 1,
-            "revision {} below the initial revision 1",
-            self.revision()
-        );
-        assert!(
-            self.compact_revision() >= 0,
-            "negative compact revision {}",
-            self.compact_revision()
-        );
+        assert!(self.revision() >= 1, "revision {} below the initial revision 1", self.revision());
+        assert!(self.compact_revision() >= 0, "negative compact revision {}", self.compact_revision());
         assert!(
             self.compact_revision() <= self.revision(),
             "compact revision {} above the current revision {}",
@@ -89,10 +73,7 @@ impl Store {
         }
         if prev_lease != lease {
             let still_held = self.lease(prev_lease).is_some_and(|l| l.keys.contains(key));
-            assert!(
-                !still_held,
-                "key {key:?} left lease {prev_lease} but the lease still lists it"
-            );
+            assert!(!still_held, "key {key:?} left lease {prev_lease} but the lease still lists it");
         }
     }
 
@@ -100,10 +81,7 @@ impl Store {
         let Some(held) = self.lease(lease) else {
             panic!("key {key:?} is attached to lease {lease}, which does not exist");
         };
-        assert!(
-            held.keys.contains(key),
-            "key {key:?} is attached to lease {lease}, which does not list it"
-        );
+        assert!(held.keys.contains(key), "key {key:?} is attached to lease {lease}, which does not list it");
     }
 
     /// One key's history: ordered, within the store's revisions, each entry well formed,
@@ -112,10 +90,7 @@ impl Store {
     fn check_history(&self, key: &str, history: &KeyHistory) {
         let changes = &history.changes;
         assert!(!changes.is_empty(), "key {key:?} has an empty history");
-        assert!(
-            changes[0].kv.is_some(),
-            "key {key:?}: the oldest retained change is a tombstone"
-        );
+        assert!(changes[0].kv.is_some(), "key {key:?}: the oldest retained change is a tombstone");
         for (index, change) in changes.iter().enumerate() {
             assert!(
                 change.revision <= self.revision(),
@@ -190,32 +165,17 @@ impl Store {
                     "log out of order or below the compact revision {compact}: revision \
                      {revision} where {next} or later was due"
                 );
-                assert!(
-                    revision <= next,
-                    "revision {next} has no changes left: its events are lost"
-                );
+                assert!(revision <= next, "revision {next} has no changes left: its events are lost");
                 next += 1;
                 keys_of_revision.clear();
             }
-            assert!(
-                keys_of_revision.insert(key),
-                "key {key:?} logged twice at revision {revision}"
-            );
+            assert!(keys_of_revision.insert(key), "key {key:?} logged twice at revision {revision}");
             let found = self.kv.history(key).and_then(|h| h.position(revision));
-            assert!(
-                found.is_some(),
-                "logged change of {key:?} at revision {revision} is missing from its history"
-            );
+            assert!(found.is_some(), "logged change of {key:?} at revision {revision} is missing from its history");
         }
-        assert!(
-            next > self.revision(),
-            "revision {next} has no changes left: its events are lost"
-        );
-        let retained: usize = self
-            .kv
-            .histories()
-            .map(|(_, h)| h.changes.iter().filter(|c| c.revision >= compact).count())
-            .sum();
+        assert!(next > self.revision(), "revision {next} has no changes left: its events are lost");
+        let retained: usize =
+            self.kv.histories().map(|(_, h)| h.changes.iter().filter(|c| c.revision >= compact).count()).sum();
         assert_eq!(
             log.len(),
             retained,
@@ -235,11 +195,7 @@ impl Store {
 
     /// Every key a lease lists is live and attached to that lease.
     fn check_lease_keys(&self) {
-        assert!(
-            self.leases.next_id() >= 1,
-            "next lease ID {} is not positive",
-            self.leases.next_id()
-        );
+        assert!(self.leases.next_id() >= 1, "next lease ID {} is not positive", self.leases.next_id());
         for lease in self.leases() {
             let id = lease.id;
             assert!(id != 0, "lease with the reserved ID 0");
@@ -248,10 +204,7 @@ impl Store {
                 let Some(kv) = self.kv.latest(key) else {
                     panic!("lease {id} lists key {key:?}, which is not live");
                 };
-                assert_eq!(
-                    kv.lease, id,
-                    "lease {id} lists key {key:?}, which is attached to another lease"
-                );
+                assert_eq!(kv.lease, id, "lease {id} lists key {key:?}, which is attached to another lease");
             }
         }
     }
@@ -271,26 +224,12 @@ fn check_kv(key: &str, kv: &KeyValue, revision: Revision) {
         kv.create_revision,
         kv.mod_revision
     );
-    assert!(
-        kv.create_revision >= 2,
-        "key {key:?}: create_revision {} before the first write",
-        kv.create_revision
-    );
-    assert!(
-        kv.version >= 1,
-        "key {key:?}: live with version {}",
-        kv.version
-    );
+    assert!(kv.create_revision >= 2, "key {key:?}: create_revision {} before the first write", kv.create_revision);
+    assert!(kv.version >= 1, "key {key:?}: live with version {}", kv.version);
 }
 
 /// A put that starts a generation: version 1, created by this very put.
 fn check_created(key: &str, kv: &KeyValue) {
-    assert_eq!(
-        kv.version, 1,
-        "key {key:?}: a creating put has version != 1"
-    );
-    assert_eq!(
-        kv.create_revision, kv.mod_revision,
-        "key {key:?}: a creating put has create_revision != mod_revision"
-    );
+    assert_eq!(kv.version, 1, "key {key:?}: a creating put has version != 1");
+    assert_eq!(kv.create_revision, kv.mod_revision, "key {key:?}: a creating put has create_revision != mod_revision");
 }

@@ -23,10 +23,7 @@ pub(super) struct LeaseTable {
 
 impl Default for LeaseTable {
     fn default() -> Self {
-        LeaseTable {
-            leases: BTreeMap::new(),
-            next_id: 1,
-        }
+        LeaseTable { leases: BTreeMap::new(), next_id: 1 }
     }
 }
 
@@ -73,11 +70,7 @@ impl LeaseTable {
         if id == 0 {
             self.next_id = granted + 1;
         }
-        let lease = Lease {
-            id: granted,
-            ttl_ms,
-            keys: BTreeSet::new(),
-        };
+        let lease = Lease { id: granted, ttl_ms, keys: BTreeSet::new() };
         self.leases.insert(granted, lease);
         Ok(granted)
     }
@@ -85,11 +78,7 @@ impl LeaseTable {
     /// Remove the lease; its keys must already be gone.
     pub fn remove(&mut self, id: LeaseId) {
         let lease = self.leases.remove(&id).expect("revoked lease exists");
-        assert!(
-            lease.keys.is_empty(),
-            "lease {id} removed while it still holds keys {:?}",
-            lease.keys
-        );
+        assert!(lease.keys.is_empty(), "lease {id} removed while it still holds keys {:?}", lease.keys);
     }
 
     /// Move `key` from lease `from` to lease `to` (0 = none). Both were validated to exist.
@@ -103,10 +92,7 @@ impl LeaseTable {
             assert!(removed, "key {key:?} was not in its lease {from}");
         }
         if to != 0 {
-            let lease = self
-                .leases
-                .get_mut(&to)
-                .expect("lease validated before the write");
+            let lease = self.leases.get_mut(&to).expect("lease validated before the write");
             lease.keys.insert(key.to_owned());
         }
     }

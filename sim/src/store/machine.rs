@@ -8,9 +8,8 @@ use super::txn_check;
 use super::validate::{self, Readable};
 use super::write::{Writer, Written};
 use super::{
-    Command, CommandResponse, DeleteRangeRequest, DeleteRangeResponse, Event, KeyRange, Lease,
-    LeaseId, PutRequest, PutResponse, RangeRequest, RangeResponse, ResponseHeader, Revision,
-    StoreError, TxnRequest, TxnResponse,
+    Command, CommandResponse, DeleteRangeRequest, DeleteRangeResponse, Event, KeyRange, Lease, LeaseId, PutRequest,
+    PutResponse, RangeRequest, RangeResponse, ResponseHeader, Revision, StoreError, TxnRequest, TxnResponse,
 };
 
 /// An etcd v3 style store: one global revision, a multi-version key space, a lease table.
@@ -34,12 +33,7 @@ impl Default for Store {
 
 impl Store {
     pub fn new() -> Self {
-        Store {
-            revision: 1,
-            compact_revision: 0,
-            kv: KeySpace::default(),
-            leases: LeaseTable::default(),
-        }
+        Store { revision: 1, compact_revision: 0, kv: KeySpace::default(), leases: LeaseTable::default() }
     }
 
     /// The revision of the newest write.
@@ -110,12 +104,7 @@ impl Store {
     /// Watching from exactly the compact revision is served in full, including a delete at
     /// that revision (etcd once dropped such a tombstone, see the "skip a watch event at the
     /// compaction boundary" bug switch; the fixed behaviour is this one).
-    pub fn events(
-        &self,
-        range: &KeyRange,
-        from: Revision,
-        prev_kv: bool,
-    ) -> Result<Vec<Event>, StoreError> {
+    pub fn events(&self, range: &KeyRange, from: Revision, prev_kv: bool) -> Result<Vec<Event>, StoreError> {
         if from < 0 {
             let message = format!("watch from negative revision {from}");
             return Err(StoreError::InvalidRequest(message));
@@ -124,19 +113,13 @@ impl Store {
             return Ok(Vec::new());
         }
         if from < self.compact_revision {
-            return Err(StoreError::Compacted {
-                requested: from,
-                compact_revision: self.compact_revision,
-            });
+            return Err(StoreError::Compacted { requested: from, compact_revision: self.compact_revision });
         }
         Ok(self.kv.events(range, from, prev_kv))
     }
 
     fn readable(&self) -> Readable {
-        Readable {
-            current: self.revision,
-            compact: self.compact_revision,
-        }
+        Readable { current: self.revision, compact: self.compact_revision }
     }
 
     fn put(&mut self, req: &PutRequest) -> Result<PutResponse, StoreError> {
@@ -145,10 +128,7 @@ impl Store {
         Ok(self.write(|writer| writer.put(req)))
     }
 
-    fn delete_range(
-        &mut self,
-        req: &DeleteRangeRequest,
-    ) -> Result<DeleteRangeResponse, StoreError> {
+    fn delete_range(&mut self, req: &DeleteRangeRequest) -> Result<DeleteRangeResponse, StoreError> {
         validate::delete_shape(req)?;
         Ok(self.write(|writer| writer.delete_range(req)))
     }
@@ -164,11 +144,7 @@ impl Store {
     fn lease_grant(&mut self, id: LeaseId, ttl_ms: u64) -> Result<CommandResponse, StoreError> {
         let id = self.leases.grant(id, ttl_ms)?;
         self.check_lease_granted(id);
-        Ok(CommandResponse::LeaseGrant {
-            header: self.header(),
-            id,
-            ttl_ms,
-        })
+        Ok(CommandResponse::LeaseGrant { header: self.header(), id, ttl_ms })
     }
 
     /// Deletes every key of the lease in one revision (none if it held no keys), then the
@@ -179,32 +155,22 @@ impl Store {
         }
         self.write(|writer| writer.revoke(id));
         self.check_lease_revoked(id);
-        Ok(CommandResponse::LeaseRevoke {
-            header: self.header(),
-        })
+        Ok(CommandResponse::LeaseRevoke { header: self.header() })
     }
 
     /// etcd Compact: a revision above the current one is in the future; one at or below the
     /// last compaction is already compacted. Header: the current revision.
     fn compact(&mut self, revision: Revision) -> Result<CommandResponse, StoreError> {
         if revision > self.revision {
-            return Err(StoreError::FutureRevision {
-                requested: revision,
-                current: self.revision,
-            });
+            return Err(StoreError::FutureRevision { requested: revision, current: self.revision });
         }
         if revision <= self.compact_revision {
-            return Err(StoreError::Compacted {
-                requested: revision,
-                compact_revision: self.compact_revision,
-            });
+            return Err(StoreError::Compacted { requested: revision, compact_revision: self.compact_revision });
         }
         self.kv.compact(revision);
         self.compact_revision = revision;
         self.check_compacted();
-        Ok(CommandResponse::Compact {
-            header: self.header(),
-        })
+        Ok(CommandResponse::Compact { header: self.header() })
     }
 
     /// Run `f` as one write request at the next revision, then commit the revision if
@@ -222,8 +188,6 @@ impl Store {
     }
 
     fn header(&self) -> ResponseHeader {
-        ResponseHeader {
-            revision: self.revision,
-        }
+        ResponseHeader { revision: self.revision }
     }
 }

@@ -58,9 +58,7 @@ impl KeyHistory {
 
     /// The position of the change made at exactly `revision`.
     pub fn position(&self, revision: Revision) -> Option<usize> {
-        self.changes
-            .binary_search_by_key(&revision, |c| c.revision)
-            .ok()
+        self.changes.binary_search_by_key(&revision, |c| c.revision).ok()
     }
 }
 
@@ -92,11 +90,7 @@ impl KeySpace {
     /// The live key-values `range` selects as of `revision`, in key order. Visits each key
     /// in the range once (a binary search in its history), never the whole history.
     /// Deleted keys whose tombstone is not yet compacted are visited and skipped.
-    pub fn range_at<'a>(
-        &'a self,
-        range: &'a KeyRange,
-        revision: Revision,
-    ) -> impl Iterator<Item = &'a KeyValue> + 'a {
+    pub fn range_at<'a>(&'a self, range: &'a KeyRange, revision: Revision) -> impl Iterator<Item = &'a KeyValue> + 'a {
         select(&self.keys, range).filter_map(move |(_, history)| history.at(revision))
     }
 
@@ -124,10 +118,7 @@ impl KeySpace {
                 last.revision
             );
         }
-        self.log.push(Logged {
-            revision: change.revision,
-            key: key.to_owned(),
-        });
+        self.log.push(Logged { revision: change.revision, key: key.to_owned() });
         history.changes.push(change);
     }
 
@@ -137,11 +128,7 @@ impl KeySpace {
         self.keys.retain(|_, history| {
             let first_kept = history.changes.partition_point(|c| c.revision < revision);
             let keeps_put_below = first_kept > 0 && history.changes[first_kept - 1].kv.is_some();
-            let drop = if keeps_put_below {
-                first_kept - 1
-            } else {
-                first_kept
-            };
+            let drop = if keeps_put_below { first_kept - 1 } else { first_kept };
             history.changes.drain(..drop);
             !history.changes.is_empty()
         });
@@ -162,9 +149,7 @@ impl KeySpace {
 
     fn event(&self, logged: &Logged, prev_kv: bool) -> Event {
         let history = &self.keys[&logged.key];
-        let position = history
-            .position(logged.revision)
-            .expect("a logged change is in its key's history");
+        let position = history.position(logged.revision).expect("a logged change is in its key's history");
         // The previous change in the history is the state at `revision - 1`: nothing in
         // between touched the key. Retention keeps it whenever it was a put.
         let prev = match (prev_kv, position) {
@@ -179,11 +164,7 @@ impl KeySpace {
 /// create_revision and lease 0, mod_revision = the deleting revision), as etcd's watch does.
 fn event_of(key: &str, change: &Change, prev_kv: Option<KeyValue>) -> Event {
     match &change.kv {
-        Some(kv) => Event {
-            kind: EventKind::Put,
-            kv: kv.clone(),
-            prev_kv,
-        },
+        Some(kv) => Event { kind: EventKind::Put, kv: kv.clone(), prev_kv },
         None => Event {
             kind: EventKind::Delete,
             kv: KeyValue {

@@ -3,9 +3,7 @@
 
 use std::cmp::Ordering;
 
-use super::{
-    KeyValue, RangeRequest, RangeResponse, ResponseHeader, Revision, SortOrder, SortTarget,
-};
+use super::{KeyValue, RangeRequest, RangeResponse, ResponseHeader, Revision, SortOrder, SortTarget};
 
 /// `selected` must be in key order (as [`super::mvcc::KeySpace::range_at`] yields them).
 ///
@@ -25,16 +23,9 @@ pub(super) fn respond<'a>(
         sort(&mut kvs, target, order);
     }
     let count = kvs.len();
-    let header = ResponseHeader {
-        revision: header_revision,
-    };
+    let header = ResponseHeader { revision: header_revision };
     if req.count_only {
-        return RangeResponse {
-            header,
-            kvs: Vec::new(),
-            count,
-            more: false,
-        };
+        return RangeResponse { header, kvs: Vec::new(), count, more: false };
     }
     let more = req.limit > 0 && count > req.limit;
     if more {
@@ -43,19 +34,11 @@ pub(super) fn respond<'a>(
     let kvs = kvs
         .into_iter()
         .map(|kv| match req.keys_only {
-            true => KeyValue {
-                value: String::new(),
-                ..kv.clone()
-            },
+            true => KeyValue { value: String::new(), ..kv.clone() },
             false => kv.clone(),
         })
         .collect();
-    RangeResponse {
-        header,
-        kvs,
-        count,
-        more,
-    }
+    RangeResponse { header, kvs, count, more }
 }
 
 /// etcd's WithMinCreateRev / WithMaxCreateRev; 0 means no bound.

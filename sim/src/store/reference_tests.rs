@@ -56,23 +56,18 @@ impl Model {
     }
 
     fn header(&self) -> ResponseHeader {
-        ResponseHeader {
-            revision: self.revision(),
-        }
+        ResponseHeader { revision: self.revision() }
     }
 
     fn apply(&mut self, cmd: &Command) -> CommandResponse {
         let result = match cmd {
             Command::Put(req) => self.write(|s| s.put(req)).map(CommandResponse::Put),
-            Command::DeleteRange(req) => self
-                .write(|s| Ok(s.delete(req)))
-                .map(CommandResponse::DeleteRange),
+            Command::DeleteRange(req) => self.write(|s| Ok(s.delete(req))).map(CommandResponse::DeleteRange),
             Command::Txn(req) => match duplicate_write(req) {
                 Some(key) => Err(StoreError::DuplicateKey(key)),
                 None => {
                     let before = self.current().clone();
-                    self.write(|s| s.txn(req, &before))
-                        .map(CommandResponse::Txn)
+                    self.write(|s| s.txn(req, &before)).map(CommandResponse::Txn)
                 }
             },
             Command::LeaseGrant { id, ttl_ms } => self.grant(*id, *ttl_ms),
@@ -84,15 +79,8 @@ impl Model {
 
     /// Run `f` on a scratch copy; keep the copy as a new revision only if it succeeded and
     /// changed something.
-    fn write<R>(
-        &mut self,
-        f: impl FnOnce(&mut Scratch<'_>) -> Result<R, StoreError>,
-    ) -> Result<R, StoreError> {
-        let mut scratch = Scratch {
-            model: self,
-            work: self.current().clone(),
-            changes: Vec::new(),
-        };
+    fn write<R>(&mut self, f: impl FnOnce(&mut Scratch<'_>) -> Result<R, StoreError>) -> Result<R, StoreError> {
+        let mut scratch = Scratch { model: self, work: self.current().clone(), changes: Vec::new() };
         let response = f(&mut scratch)?;
         let Scratch { work, changes, .. } = scratch;
         if !changes.is_empty() {
@@ -119,11 +107,7 @@ impl Model {
             id => id,
         };
         self.leases.insert(id, ttl_ms);
-        Ok(CommandResponse::LeaseGrant {
-            header: self.header(),
-            id,
-            ttl_ms,
-        })
+        Ok(CommandResponse::LeaseGrant { header: self.header(), id, ttl_ms })
     }
 
     fn revoke(&mut self, id: LeaseId) -> Result<CommandResponse, StoreError> {
@@ -138,28 +122,18 @@ impl Model {
             Ok(())
         })?;
         self.leases.remove(&id);
-        Ok(CommandResponse::LeaseRevoke {
-            header: self.header(),
-        })
+        Ok(CommandResponse::LeaseRevoke { header: self.header() })
     }
 
     fn compact(&mut self, revision: Revision) -> Result<CommandResponse, StoreError> {
         if revision > self.revision() {
-            return Err(StoreError::FutureRevision {
-                requested: revision,
-                current: self.revision(),
-            });
+            return Err(StoreError::FutureRevision { requested: revision, current: self.revision() });
         }
         if revision <= self.compact {
-            return Err(StoreError::Compacted {
-                requested: revision,
-                compact_revision: self.compact,
-            });
+            return Err(StoreError::Compacted { requested: revision, compact_revision: self.compact });
         }
         self.compact = revision;
-        Ok(CommandResponse::Compact {
-            header: self.header(),
-        })
+        Ok(CommandResponse::Compact { header: self.header() })
     }
 
     /// A read-side revision check, as of the committed revision.
@@ -167,14 +141,8 @@ impl Model {
         let current = self.revision();
         match requested {
             0 => Ok(current),
-            r if r > current => Err(StoreError::FutureRevision {
-                requested: r,
-                current,
-            }),
-            r if r < self.compact => Err(StoreError::Compacted {
-                requested: r,
-                compact_revision: self.compact,
-            }),
+            r if r > current => Err(StoreError::FutureRevision { requested: r, current }),
+            r if r < self.compact => Err(StoreError::Compacted { requested: r, compact_revision: self.compact }),
             r => Ok(r),
         }
     }
@@ -184,20 +152,12 @@ impl Model {
         Ok(shape_range(&self.states[at as usize], req, self.revision()))
     }
 
-    fn events(
-        &self,
-        range: &KeyRange,
-        from: Revision,
-        prev_kv: bool,
-    ) -> Result<Vec<Event>, StoreError> {
+    fn events(&self, range: &KeyRange, from: Revision, prev_kv: bool) -> Result<Vec<Event>, StoreError> {
         if from == 0 || from > self.revision() {
             return Ok(Vec::new());
         }
         if from < self.compact {
-            return Err(StoreError::Compacted {
-                requested: from,
-                compact_revision: self.compact,
-            });
+            return Err(StoreError::Compacted { requested: from, compact_revision: self.compact });
         }
         let mut events = Vec::new();
         for revision in from..=self.revision() {
@@ -233,11 +193,8 @@ impl Model {
     }
 
     fn lease_table(&self) -> Vec<Lease> {
-        let lease = |(&id, &ttl_ms): (&LeaseId, &u64)| Lease {
-            id,
-            ttl_ms,
-            keys: self.lease_keys(id).into_iter().collect(),
-        };
+        let lease =
+            |(&id, &ttl_ms): (&LeaseId, &u64)| Lease { id, ttl_ms, keys: self.lease_keys(id).into_iter().collect() };
         self.leases.iter().map(lease).collect()
     }
 }
@@ -278,24 +235,14 @@ impl Scratch<'_> {
         self.work.insert(req.key.clone(), kv.clone());
         self.changes.push((req.key.clone(), Some(kv)));
         let prev_kv = if req.prev_kv { prev } else { None };
-        Ok(PutResponse {
-            header: ResponseHeader { revision },
-            prev_kv,
-        })
+        Ok(PutResponse { header: ResponseHeader { revision }, prev_kv })
     }
 
     fn delete(&mut self, req: &DeleteRangeRequest) -> DeleteRangeResponse {
-        let keys: Vec<String> = self
-            .work
-            .keys()
-            .filter(|key| selects(&req.range, key))
-            .cloned()
-            .collect();
+        let keys: Vec<String> = self.work.keys().filter(|key| selects(&req.range, key)).cloned().collect();
         let prev_kvs: Vec<KeyValue> = keys.iter().map(|key| self.delete_key(key)).collect();
         DeleteRangeResponse {
-            header: ResponseHeader {
-                revision: self.visible(),
-            },
+            header: ResponseHeader { revision: self.visible() },
             deleted: prev_kvs.len(),
             prev_kvs: if req.prev_kv { prev_kvs } else { Vec::new() },
         }
@@ -321,11 +268,7 @@ impl Scratch<'_> {
     /// `before` is the key space before the top-level transaction: every compare reads it.
     fn txn(&mut self, req: &TxnRequest, before: &Map) -> Result<TxnResponse, StoreError> {
         let succeeded = req.compare.iter().all(|c| compare(c, before.get(&c.key)));
-        let ops = if succeeded {
-            &req.success
-        } else {
-            &req.failure
-        };
+        let ops = if succeeded { &req.success } else { &req.failure };
         let mut responses = Vec::new();
         for op in ops {
             responses.push(match op {
@@ -335,13 +278,7 @@ impl Scratch<'_> {
                 TxnOp::Txn(t) => TxnOpResponse::Txn(self.txn(t, before)?),
             });
         }
-        Ok(TxnResponse {
-            header: ResponseHeader {
-                revision: self.visible(),
-            },
-            succeeded,
-            responses,
-        })
+        Ok(TxnResponse { header: ResponseHeader { revision: self.visible() }, succeeded, responses })
     }
 }
 
@@ -405,24 +342,14 @@ fn shape_range(map: &Map, req: &RangeRequest, header: Revision) -> RangeResponse
     if req.count_only {
         let kvs = Vec::new();
         let more = false;
-        return RangeResponse {
-            header,
-            kvs,
-            count,
-            more,
-        };
+        return RangeResponse { header, kvs, count, more };
     }
     let more = req.limit != 0 && count > req.limit;
     kvs.truncate(if req.limit == 0 { count } else { req.limit });
     if req.keys_only {
         kvs.iter_mut().for_each(|kv| kv.value.clear());
     }
-    RangeResponse {
-        header,
-        kvs,
-        count,
-        more,
-    }
+    RangeResponse { header, kvs, count, more }
 }
 
 /// A write of one execution path of a transaction.
@@ -438,24 +365,13 @@ fn paths(ops: &[TxnOp]) -> Vec<Vec<Write<'_>>> {
     for op in ops {
         match op {
             TxnOp::Range(_) => {}
-            TxnOp::Put(p) => heads
-                .iter_mut()
-                .for_each(|path| path.push(Write::Put(&p.key))),
-            TxnOp::DeleteRange(d) => heads
-                .iter_mut()
-                .for_each(|path| path.push(Write::Delete(&d.range))),
+            TxnOp::Put(p) => heads.iter_mut().for_each(|path| path.push(Write::Put(&p.key))),
+            TxnOp::DeleteRange(d) => heads.iter_mut().for_each(|path| path.push(Write::Delete(&d.range))),
             TxnOp::Txn(t) => {
-                let tails: Vec<_> = paths(&t.success)
-                    .into_iter()
-                    .chain(paths(&t.failure))
-                    .collect();
+                let tails: Vec<_> = paths(&t.success).into_iter().chain(paths(&t.failure)).collect();
                 heads = heads
                     .iter()
-                    .flat_map(|head| {
-                        tails
-                            .iter()
-                            .map(move |tail| [head.clone(), tail.clone()].concat())
-                    })
+                    .flat_map(|head| tails.iter().map(move |tail| [head.clone(), tail.clone()].concat()))
                     .collect();
             }
         }
@@ -474,9 +390,7 @@ fn duplicate_write(req: &TxnRequest) -> Option<String> {
                     (Write::Put(a), Write::Put(b)) if a == b => {
                         duplicates.insert(a);
                     }
-                    (Write::Put(a), Write::Delete(r)) | (Write::Delete(r), Write::Put(a))
-                        if selects(r, a) =>
-                    {
+                    (Write::Put(a), Write::Delete(r)) | (Write::Delete(r), Write::Put(a)) if selects(r, a) => {
                         duplicates.insert(a);
                     }
                     _ => {}
@@ -517,13 +431,11 @@ fn lease_id() -> impl Strategy<Value = LeaseId> {
 }
 
 fn put() -> impl Strategy<Value = PutRequest> {
-    (key(), value(), lease_id(), any::<bool>()).prop_map(|(key, value, lease, prev_kv)| {
-        PutRequest {
-            key,
-            value,
-            lease,
-            prev_kv,
-        }
+    (key(), value(), lease_id(), any::<bool>()).prop_map(|(key, value, lease, prev_kv)| PutRequest {
+        key,
+        value,
+        lease,
+        prev_kv,
     })
 }
 
@@ -542,31 +454,19 @@ fn range_request(revision: impl Strategy<Value = Revision>) -> impl Strategy<Val
     ]);
     let order = prop::sample::select(vec![SortOrder::Ascend, SortOrder::Descend]);
     let sort = prop::option::weighted(0.5, (sort_target, order));
-    let filters = (
-        prop_oneof![3 => Just(0), 1 => 1..8i64],
-        prop_oneof![3 => Just(0), 1 => 1..8i64],
-    );
-    (
-        key_range(),
-        revision,
-        0..4usize,
-        sort,
-        filters,
-        any::<bool>(),
-        any::<bool>(),
+    let filters = (prop_oneof![3 => Just(0), 1 => 1..8i64], prop_oneof![3 => Just(0), 1 => 1..8i64]);
+    (key_range(), revision, 0..4usize, sort, filters, any::<bool>(), any::<bool>()).prop_map(
+        |(range, revision, limit, sort, (min, max), keys_only, count_only)| RangeRequest {
+            range,
+            revision,
+            limit,
+            sort,
+            max_create_revision: max,
+            min_create_revision: min,
+            keys_only,
+            count_only,
+        },
     )
-        .prop_map(
-            |(range, revision, limit, sort, (min, max), keys_only, count_only)| RangeRequest {
-                range,
-                revision,
-                limit,
-                sort,
-                max_create_revision: max,
-                min_create_revision: min,
-                keys_only,
-                count_only,
-            },
-        )
 }
 
 fn compare_strategy() -> impl Strategy<Value = Compare> {
@@ -583,11 +483,7 @@ fn compare_strategy() -> impl Strategy<Value = Compare> {
         (0..12i64).prop_map(CompareTarget::ModRevision),
         (0..4i64).prop_map(CompareTarget::Lease),
     ];
-    (key(), result, target).prop_map(|(key, result, target)| Compare {
-        key,
-        result,
-        target,
-    })
+    (key(), result, target).prop_map(|(key, result, target)| Compare { key, result, target })
 }
 
 /// A transaction nesting at most `depth` more transactions.
@@ -605,11 +501,7 @@ fn txn(depth: u32) -> BoxedStrategy<TxnRequest> {
     let compares = prop::collection::vec(compare_strategy(), 0..3);
     let branch = || prop::collection::vec(op.clone(), 0..3);
     (compares, branch(), branch())
-        .prop_map(|(compare, success, failure)| TxnRequest {
-            compare,
-            success,
-            failure,
-        })
+        .prop_map(|(compare, success, failure)| TxnRequest { compare, success, failure })
         .boxed()
 }
 
@@ -630,18 +522,11 @@ enum Action {
 }
 
 fn action() -> impl Strategy<Value = Action> {
-    let grant = (
-        prop_oneof![1 => Just(0), 3 => 1..4i64],
-        prop_oneof![1 => Just(0u64), 4 => Just(1000u64)],
-    )
+    let grant = (prop_oneof![1 => Just(0), 3 => 1..4i64], prop_oneof![1 => Just(0u64), 4 => Just(1000u64)])
         .prop_map(|(id, ttl_ms)| Command::LeaseGrant { id, ttl_ms });
     let revoke = (1..4i64, any::<bool>()).prop_map(|(id, expired)| Command::LeaseRevoke {
         id,
-        reason: if expired {
-            RevokeReason::Expired
-        } else {
-            RevokeReason::Client
-        },
+        reason: if expired { RevokeReason::Expired } else { RevokeReason::Client },
     });
     prop_oneof![
         4 => put().prop_map(|p| Action::Command(Command::Put(p))),
@@ -655,11 +540,7 @@ fn action() -> impl Strategy<Value = Action> {
 
 fn step() -> impl Strategy<Value = Step> {
     let watch = (key_range(), any::<u8>(), any::<bool>());
-    (action(), range_request(0..=255i64), watch).prop_map(|(action, read, watch)| Step {
-        action,
-        read,
-        watch,
-    })
+    (action(), range_request(0..=255i64), watch).prop_map(|(action, read, watch)| Step { action, read, watch })
 }
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
@@ -695,21 +576,14 @@ fn run(steps: &[Step], coverage: &mut Coverage) -> Result<(), TestCaseError> {
     for (index, step) in steps.iter().enumerate() {
         let cmd = match &step.action {
             Action::Command(cmd) => cmd.clone(),
-            Action::CompactBack(back) => Command::Compact {
-                revision: model.revision() - back,
-            },
+            Action::CompactBack(back) => Command::Compact { revision: model.revision() - back },
         };
         let before = store.clone();
         let expected = model.apply(&cmd);
         let got = store.apply(&cmd);
         prop_assert_eq!(&got, &expected, "step {}: {:?}", index, cmd);
         if let CommandResponse::Error(_) = got {
-            prop_assert_eq!(
-                &store,
-                &before,
-                "step {}: a rejected command changed the store",
-                index
-            );
+            prop_assert_eq!(&store, &before, "step {}: a rejected command changed the store", index);
         }
         tally(coverage, &cmd, &got, &before, &store);
         compare_reads(&store, &model, step, coverage)?;
@@ -718,12 +592,7 @@ fn run(steps: &[Step], coverage: &mut Coverage) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn compare_reads(
-    store: &Store,
-    model: &Model,
-    step: &Step,
-    coverage: &mut Coverage,
-) -> Result<(), TestCaseError> {
+fn compare_reads(store: &Store, model: &Model, step: &Step, coverage: &mut Coverage) -> Result<(), TestCaseError> {
     let current = model.revision();
     prop_assert_eq!(store.revision(), current);
     prop_assert_eq!(store.compact_revision(), model.compact);
@@ -734,10 +603,7 @@ fn compare_reads(
     }
     let everything = KeyRange::Prefix(String::new());
     for revision in 0..=current + 1 {
-        let req = RangeRequest {
-            revision,
-            ..RangeRequest::new(everything.clone())
-        };
+        let req = RangeRequest { revision, ..RangeRequest::new(everything.clone()) };
         let got = store.range(&req);
         prop_assert_eq!(&got, &model.range(&req), "read at {}", revision);
         let now = store.range(&RangeRequest::new(everything.clone()));
@@ -747,19 +613,11 @@ fn compare_reads(
             _ => {}
         }
     }
-    let read = RangeRequest {
-        revision: pick(current, step.read.revision),
-        ..step.read.clone()
-    };
+    let read = RangeRequest { revision: pick(current, step.read.revision), ..step.read.clone() };
     prop_assert_eq!(store.range(&read), model.range(&read), "read {:?}", read);
     for from in 0..=current + 1 {
         let got = store.events(&everything, from, true);
-        prop_assert_eq!(
-            &got,
-            &model.events(&everything, from, true),
-            "watch from {}",
-            from
-        );
+        prop_assert_eq!(&got, &model.events(&everything, from, true), "watch from {}", from);
         if let Ok(events) = got {
             coverage.watch_with_prev_kv += events.iter().filter(|e| e.prev_kv.is_some()).count();
         }
@@ -776,29 +634,17 @@ fn compare_reads(
     Ok(())
 }
 
-fn tally(
-    coverage: &mut Coverage,
-    cmd: &Command,
-    response: &CommandResponse,
-    before: &Store,
-    after: &Store,
-) {
+fn tally(coverage: &mut Coverage, cmd: &Command, response: &CommandResponse, before: &Store, after: &Store) {
     let bumped = after.revision() > before.revision();
     match (cmd, response) {
         (Command::Txn(req), CommandResponse::Txn(txn)) => {
             coverage.txn_writes += usize::from(bumped);
             coverage.txn_failure_branch += usize::from(!txn.succeeded);
             let nested = |ops: &[TxnOp]| ops.iter().any(|op| matches!(op, TxnOp::Txn(_)));
-            let ran = if txn.succeeded {
-                &req.success
-            } else {
-                &req.failure
-            };
+            let ran = if txn.succeeded { &req.success } else { &req.failure };
             coverage.nested_txn += usize::from(nested(ran));
         }
-        (_, CommandResponse::Error(StoreError::DuplicateKey(_))) => {
-            coverage.duplicate_rejected += 1
-        }
+        (_, CommandResponse::Error(StoreError::DuplicateKey(_))) => coverage.duplicate_rejected += 1,
         (_, CommandResponse::Error(StoreError::LeaseNotFound(_))) => coverage.lease_not_found += 1,
         (Command::Compact { .. }, CommandResponse::Compact { .. }) => coverage.compactions += 1,
         (Command::LeaseRevoke { .. }, CommandResponse::LeaseRevoke { .. }) => {

@@ -23,12 +23,7 @@ fn leased(kv: KeyValue, lease: LeaseId) -> KeyValue {
 }
 
 fn put_req(key: &str, value: &str) -> PutRequest {
-    PutRequest {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        lease: 0,
-        prev_kv: false,
-    }
+    PutRequest { key: key.to_owned(), value: value.to_owned(), lease: 0, prev_kv: false }
 }
 
 fn put_op(key: &str, value: &str) -> TxnOp {
@@ -36,10 +31,7 @@ fn put_op(key: &str, value: &str) -> TxnOp {
 }
 
 fn delete_req(range: KeyRange) -> DeleteRangeRequest {
-    DeleteRangeRequest {
-        range,
-        prev_kv: false,
-    }
+    DeleteRangeRequest { range, prev_kv: false }
 }
 
 fn delete_op(range: KeyRange) -> TxnOp {
@@ -59,19 +51,11 @@ fn prefix(p: &str) -> KeyRange {
 }
 
 fn txn(compare: Vec<Compare>, success: Vec<TxnOp>, failure: Vec<TxnOp>) -> TxnRequest {
-    TxnRequest {
-        compare,
-        success,
-        failure,
-    }
+    TxnRequest { compare, success, failure }
 }
 
 fn cmp(key: &str, result: CompareResult, target: CompareTarget) -> Compare {
-    Compare {
-        key: key.to_owned(),
-        result,
-        target,
-    }
+    Compare { key: key.to_owned(), result, target }
 }
 
 fn put(store: &mut Store, key: &str, value: &str) -> PutResponse {
@@ -86,13 +70,7 @@ fn put_with(store: &mut Store, req: PutRequest) -> PutResponse {
 }
 
 fn put_leased(store: &mut Store, key: &str, value: &str, lease: LeaseId) -> PutResponse {
-    put_with(
-        store,
-        PutRequest {
-            lease,
-            ..put_req(key, value)
-        },
-    )
+    put_with(store, PutRequest { lease, ..put_req(key, value) })
 }
 
 fn delete(store: &mut Store, req: DeleteRangeRequest) -> DeleteRangeResponse {
@@ -117,10 +95,7 @@ fn grant(store: &mut Store, id: LeaseId) -> LeaseId {
 }
 
 fn revoke(store: &mut Store, id: LeaseId) -> CommandResponse {
-    store.apply(&Command::LeaseRevoke {
-        id,
-        reason: RevokeReason::Client,
-    })
+    store.apply(&Command::LeaseRevoke { id, reason: RevokeReason::Client })
 }
 
 fn compact(store: &mut Store, revision: Revision) -> CommandResponse {
@@ -132,10 +107,7 @@ fn read(store: &Store, req: RangeRequest) -> RangeResponse {
 }
 
 fn read_at(store: &Store, range: KeyRange, revision: Revision) -> Vec<KeyValue> {
-    let req = RangeRequest {
-        revision,
-        ..RangeRequest::new(range)
-    };
+    let req = RangeRequest { revision, ..RangeRequest::new(range) };
     read(store, req).kvs
 }
 
@@ -170,35 +142,20 @@ fn holds(store: &mut Store, compare: Compare) -> bool {
 }
 
 fn delete_event(k: &str, revision: Revision, prev_kv: Option<KeyValue>) -> Event {
-    Event {
-        kind: EventKind::Delete,
-        kv: kv(k, "", 0, revision, 0),
-        prev_kv,
-    }
+    Event { kind: EventKind::Delete, kv: kv(k, "", 0, revision, 0), prev_kv }
 }
 
 fn put_event(kv: KeyValue, prev_kv: Option<KeyValue>) -> Event {
-    Event {
-        kind: EventKind::Put,
-        kv,
-        prev_kv,
-    }
+    Event { kind: EventKind::Put, kv, prev_kv }
 }
 
 fn event_summary(events: &[Event]) -> Vec<(EventKind, &str, Revision)> {
-    events
-        .iter()
-        .map(|e| (e.kind, e.kv.key.as_str(), e.kv.mod_revision))
-        .collect()
+    events.iter().map(|e| (e.kind, e.kv.key.as_str(), e.kv.mod_revision)).collect()
 }
 
 /// Each key's retained history, as the revisions of its changes.
 fn retained(store: &Store) -> BTreeMap<&str, Vec<Revision>> {
-    store
-        .kv
-        .histories()
-        .map(|(k, h)| (k.as_str(), h.changes.iter().map(|c| c.revision).collect()))
-        .collect()
+    store.kv.histories().map(|(k, h)| (k.as_str(), h.changes.iter().map(|c| c.revision).collect())).collect()
 }
 
 // ---- new store -----------------------------------------------------------------------
@@ -238,22 +195,10 @@ fn put_update_keeps_create_revision_and_adds_1_to_version() {
 fn put_returns_prev_kv_only_when_asked() {
     let mut store = Store::new();
     put(&mut store, "a", "1");
-    let asked = put_with(
-        &mut store,
-        PutRequest {
-            prev_kv: true,
-            ..put_req("a", "2")
-        },
-    );
+    let asked = put_with(&mut store, PutRequest { prev_kv: true, ..put_req("a", "2") });
     assert_eq!(asked.prev_kv, Some(kv("a", "1", 2, 2, 1)));
     assert_eq!(put(&mut store, "a", "3").prev_kv, None);
-    let fresh = put_with(
-        &mut store,
-        PutRequest {
-            prev_kv: true,
-            ..put_req("new", "1")
-        },
-    );
+    let fresh = put_with(&mut store, PutRequest { prev_kv: true, ..put_req("new", "1") });
     assert_eq!(fresh.prev_kv, None);
 }
 
@@ -261,10 +206,7 @@ fn put_returns_prev_kv_only_when_asked() {
 fn put_with_unknown_lease_is_rejected_and_changes_nothing() {
     let mut store = Store::new();
     put(&mut store, "a", "1");
-    let cmd = Command::Put(PutRequest {
-        lease: 7,
-        ..put_req("a", "2")
-    });
+    let cmd = Command::Put(PutRequest { lease: 7, ..put_req("a", "2") });
     check_rejected(&mut store, cmd, StoreError::LeaseNotFound(7));
     assert_eq!(store.revision(), 2);
 }
@@ -332,21 +274,12 @@ fn delete_by_prefix_deletes_every_match_in_one_revision() {
     put(&mut store, "a/1", "x");
     put(&mut store, "a/2", "y");
     put(&mut store, "b/1", "z");
-    let response = delete(
-        &mut store,
-        DeleteRangeRequest {
-            range: prefix("a/"),
-            prev_kv: true,
-        },
-    );
+    let response = delete(&mut store, DeleteRangeRequest { range: prefix("a/"), prev_kv: true });
     assert_eq!((response.header.revision, response.deleted), (5, 2));
     let expected_prev = [kv("a/1", "x", 2, 2, 1), kv("a/2", "y", 3, 3, 1)];
     assert_eq!(response.prev_kvs, expected_prev);
     let events = store.events(&prefix(""), 5, false).unwrap();
-    assert_eq!(
-        event_summary(&events),
-        [(EventKind::Delete, "a/1", 5), (EventKind::Delete, "a/2", 5)]
-    );
+    assert_eq!(event_summary(&events), [(EventKind::Delete, "a/1", 5), (EventKind::Delete, "a/2", 5)]);
     assert_eq!(keys_of(&read_at(&store, prefix(""), 0)), ["b/1"]);
 }
 
@@ -368,27 +301,18 @@ fn range_selects_by_key_prefix_interval_and_from_key_in_byte_order() {
     for k in ["a", "a/1", "a/2", "b", "b/1", "c", "B", "é"] {
         put(&mut store, k, "v");
     }
-    let range = |start: &str, end: &str| KeyRange::Range {
-        start: start.to_owned(),
-        end: end.to_owned(),
-    };
+    let range = |start: &str, end: &str| KeyRange::Range { start: start.to_owned(), end: end.to_owned() };
     let cases: Vec<(KeyRange, Vec<&str>)> = vec![
         (key("a"), vec!["a"]),
         (key("zz"), vec![]),
         (prefix("a"), vec!["a", "a/1", "a/2"]),
         (prefix("a/"), vec!["a/1", "a/2"]),
-        (
-            prefix(""),
-            vec!["B", "a", "a/1", "a/2", "b", "b/1", "c", "é"],
-        ),
+        (prefix(""), vec!["B", "a", "a/1", "a/2", "b", "b/1", "c", "é"]),
         (range("a/1", "b/1"), vec!["a/1", "a/2", "b"]),
         (range("A", "a"), vec!["B"]),
         (range("c", "a"), vec![]),
         (range("b", "b"), vec![]),
-        (
-            KeyRange::FromKey("b".to_owned()),
-            vec!["b", "b/1", "c", "é"],
-        ),
+        (KeyRange::FromKey("b".to_owned()), vec!["b", "b/1", "c", "é"]),
     ];
     for (selector, expected) in cases {
         let got = read_at(&store, selector.clone(), 0);
@@ -416,16 +340,10 @@ fn range_at_a_past_revision_returns_the_history_not_the_latest() {
         (6, vec![a2, kv("c", "1", 6, 6, 1)]),
     ];
     for (revision, expected) in cases {
-        let req = RangeRequest {
-            revision,
-            ..RangeRequest::new(prefix(""))
-        };
+        let req = RangeRequest { revision, ..RangeRequest::new(prefix("")) };
         let response = read(&store, req);
         assert_eq!(response.kvs, expected, "at revision {revision}");
-        assert_eq!(
-            response.header.revision, 6,
-            "header is the current revision"
-        );
+        assert_eq!(response.header.revision, 6, "header is the current revision");
     }
 }
 
@@ -433,33 +351,18 @@ fn range_at_a_past_revision_returns_the_history_not_the_latest() {
 fn range_at_a_future_revision_is_rejected() {
     let mut store = Store::new();
     put(&mut store, "a", "1");
-    let req = RangeRequest {
-        revision: 3,
-        ..RangeRequest::new(prefix(""))
-    };
-    let error = StoreError::FutureRevision {
-        requested: 3,
-        current: 2,
-    };
+    let req = RangeRequest { revision: 3, ..RangeRequest::new(prefix("")) };
+    let error = StoreError::FutureRevision { requested: 3, current: 2 };
     assert_eq!(store.range(&req), Err(error));
 }
 
 #[test]
 fn range_at_a_negative_revision_or_an_empty_key_is_invalid() {
     let store = Store::new();
-    let negative = RangeRequest {
-        revision: -1,
-        ..RangeRequest::new(prefix(""))
-    };
-    assert!(matches!(
-        store.range(&negative),
-        Err(StoreError::InvalidRequest(_))
-    ));
+    let negative = RangeRequest { revision: -1, ..RangeRequest::new(prefix("")) };
+    assert!(matches!(store.range(&negative), Err(StoreError::InvalidRequest(_))));
     let empty = RangeRequest::new(key(""));
-    assert!(matches!(
-        store.range(&empty),
-        Err(StoreError::InvalidRequest(_))
-    ));
+    assert!(matches!(store.range(&empty), Err(StoreError::InvalidRequest(_))));
 }
 
 #[test]
@@ -469,14 +372,8 @@ fn range_below_the_compact_revision_is_rejected_but_the_compact_revision_is_read
     put(&mut store, "a", "2"); // 3
     put(&mut store, "a", "3"); // 4
     compact(&mut store, 3);
-    let at = |revision| RangeRequest {
-        revision,
-        ..RangeRequest::new(key("a"))
-    };
-    let error = StoreError::Compacted {
-        requested: 2,
-        compact_revision: 3,
-    };
+    let at = |revision| RangeRequest { revision, ..RangeRequest::new(key("a")) };
+    let error = StoreError::Compacted { requested: 2, compact_revision: 3 };
     assert_eq!(store.range(&at(2)), Err(error));
     assert_eq!(read(&store, at(3)).kvs, [kv("a", "2", 2, 3, 2)]);
     assert_eq!(read(&store, at(4)).kvs, [kv("a", "3", 2, 4, 3)]);
@@ -488,17 +385,8 @@ fn range_limit_cuts_kvs_but_count_counts_every_match() {
     for k in ["a", "b", "c"] {
         put(&mut store, k, "v");
     }
-    let limited = |limit| RangeRequest {
-        limit,
-        ..RangeRequest::new(prefix(""))
-    };
-    let cases = [
-        (1, 1, true),
-        (2, 2, true),
-        (3, 3, false),
-        (4, 3, false),
-        (0, 3, false),
-    ];
+    let limited = |limit| RangeRequest { limit, ..RangeRequest::new(prefix("")) };
+    let cases = [(1, 1, true), (2, 2, true), (3, 3, false), (4, 3, false), (0, 3, false)];
     for (limit, returned, more) in cases {
         let response = read(&store, limited(limit));
         assert_eq!(response.kvs.len(), returned, "limit {limit}");
@@ -534,10 +422,7 @@ fn range_sorts_by_target_and_order_with_key_as_tie_break() {
         (SortTarget::Value, Ascend, ["c", "b", "a"]),
     ];
     for (target, order, expected) in cases {
-        let req = RangeRequest {
-            sort: Some((target, order)),
-            ..RangeRequest::new(prefix(""))
-        };
+        let req = RangeRequest { sort: Some((target, order)), ..RangeRequest::new(prefix("")) };
         let response = read(&store, req);
         assert_eq!(keys_of(&response.kvs), expected, "{target:?} {order:?}");
     }
@@ -559,17 +444,9 @@ fn range_limit_applies_after_sorting() {
 #[test]
 fn range_filters_by_create_revision_and_counts_what_passes() {
     let store = sortable_store();
-    let filtered = |min, max| RangeRequest {
-        min_create_revision: min,
-        max_create_revision: max,
-        ..RangeRequest::new(prefix(""))
-    };
-    let cases = [
-        (3, 0, vec!["a", "b"]),
-        (0, 3, vec!["a", "c"]),
-        (3, 3, vec!["a"]),
-        (5, 0, vec![]),
-    ];
+    let filtered =
+        |min, max| RangeRequest { min_create_revision: min, max_create_revision: max, ..RangeRequest::new(prefix("")) };
+    let cases = [(3, 0, vec!["a", "b"]), (0, 3, vec!["a", "c"]), (3, 3, vec!["a"]), (5, 0, vec![])];
     for (min, max, expected) in cases {
         let response = read(&store, filtered(min, max));
         assert_eq!(keys_of(&response.kvs), expected, "min {min} max {max}");
@@ -580,16 +457,9 @@ fn range_filters_by_create_revision_and_counts_what_passes() {
 #[test]
 fn range_keys_only_empties_values_and_count_only_returns_no_kvs() {
     let store = sortable_store();
-    let keys_only = RangeRequest {
-        keys_only: true,
-        ..RangeRequest::new(key("a"))
-    };
+    let keys_only = RangeRequest { keys_only: true, ..RangeRequest::new(key("a")) };
     assert_eq!(read(&store, keys_only).kvs, [kv("a", "", 3, 5, 2)]);
-    let count_only = RangeRequest {
-        count_only: true,
-        limit: 1,
-        ..RangeRequest::new(prefix(""))
-    };
+    let count_only = RangeRequest { count_only: true, limit: 1, ..RangeRequest::new(prefix("")) };
     let response = read(&store, count_only);
     assert_eq!(response.kvs, []);
     assert_eq!((response.count, response.more), (3, false));
@@ -690,11 +560,7 @@ fn txn_writes_share_one_revision_in_application_order() {
         .collect();
     assert_eq!(headers, [3, 3, 3]);
     let events = store.events(&prefix(""), 3, false).unwrap();
-    let expected = [
-        (EventKind::Put, "b", 3),
-        (EventKind::Put, "a", 3),
-        (EventKind::Delete, "x", 3),
-    ];
+    let expected = [(EventKind::Put, "b", 3), (EventKind::Put, "a", 3), (EventKind::Delete, "x", 3)];
     assert_eq!(event_summary(&events), expected);
 }
 
@@ -718,13 +584,7 @@ fn txn_range_sees_the_earlier_writes_of_the_same_txn() {
     let mut store = Store::new();
     put(&mut store, "a", "1"); // 2
     put(&mut store, "b", "1"); // 3
-    let ops = vec![
-        range_op(key("a")),
-        put_op("a", "2"),
-        range_op(key("a")),
-        delete_op(key("b")),
-        range_op(prefix("")),
-    ];
+    let ops = vec![range_op(key("a")), put_op("a", "2"), range_op(key("a")), delete_op(key("b")), range_op(prefix(""))];
     let response = apply_txn(&mut store, txn(vec![], ops, vec![]));
     let ranges: Vec<(Revision, Vec<KeyValue>)> = response
         .responses
@@ -735,11 +595,7 @@ fn txn_range_sees_the_earlier_writes_of_the_same_txn() {
         })
         .collect();
     let a2 = kv("a", "2", 2, 4, 2);
-    let expected = vec![
-        (3, vec![kv("a", "1", 2, 2, 1)]),
-        (4, vec![a2.clone()]),
-        (4, vec![a2]),
-    ];
+    let expected = vec![(3, vec![kv("a", "1", 2, 2, 1)]), (4, vec![a2.clone()]), (4, vec![a2])];
     assert_eq!(ranges, expected);
 }
 
@@ -747,26 +603,15 @@ fn txn_range_sees_the_earlier_writes_of_the_same_txn() {
 fn txn_range_at_an_explicit_revision_reads_committed_history_only() {
     let mut store = Store::new();
     put(&mut store, "a", "1"); // 2
-    let at = |revision| {
-        TxnOp::Range(RangeRequest {
-            revision,
-            ..RangeRequest::new(key("a"))
-        })
-    };
-    let response = apply_txn(
-        &mut store,
-        txn(vec![], vec![put_op("a", "2"), at(2)], vec![]),
-    );
+    let at = |revision| TxnOp::Range(RangeRequest { revision, ..RangeRequest::new(key("a")) });
+    let response = apply_txn(&mut store, txn(vec![], vec![put_op("a", "2"), at(2)], vec![]));
     let TxnOpResponse::Range(range) = &response.responses[1] else {
         panic!("expected a range response");
     };
     assert_eq!(range.kvs, [kv("a", "1", 2, 2, 1)]);
     // Revision 4 is the one this txn would create: still the future when it is checked.
     let future = Command::Txn(txn(vec![], vec![put_op("a", "3"), at(4)], vec![]));
-    let error = StoreError::FutureRevision {
-        requested: 4,
-        current: 3,
-    };
+    let error = StoreError::FutureRevision { requested: 4, current: 3 };
     check_rejected(&mut store, future, error);
 }
 
@@ -774,21 +619,14 @@ fn txn_range_at_an_explicit_revision_reads_committed_history_only() {
 fn txn_two_puts_to_same_key_is_rejected() {
     let mut store = Store::new();
     put(&mut store, "a", "0");
-    let cmd = Command::Txn(txn(
-        vec![],
-        vec![put_op("a", "1"), put_op("a", "2")],
-        vec![],
-    ));
+    let cmd = Command::Txn(txn(vec![], vec![put_op("a", "1"), put_op("a", "2")], vec![]));
     check_rejected(&mut store, cmd, StoreError::DuplicateKey("a".to_owned()));
 }
 
 #[test]
 fn txn_put_and_delete_of_the_same_key_is_rejected_in_either_order() {
     let mut store = Store::new();
-    let orders = [
-        vec![delete_op(prefix("a")), put_op("a/1", "x")],
-        vec![put_op("a/1", "x"), delete_op(prefix("a"))],
-    ];
+    let orders = [vec![delete_op(prefix("a")), put_op("a/1", "x")], vec![put_op("a/1", "x"), delete_op(prefix("a"))]];
     for ops in orders {
         let cmd = Command::Txn(txn(vec![], ops, vec![]));
         check_rejected(&mut store, cmd, StoreError::DuplicateKey("a/1".to_owned()));
@@ -798,12 +636,7 @@ fn txn_put_and_delete_of_the_same_key_is_rejected_in_either_order() {
 #[test]
 fn txn_duplicate_error_names_the_smallest_key_written_twice() {
     let mut store = Store::new();
-    let ops = vec![
-        put_op("b", "1"),
-        put_op("a", "1"),
-        put_op("b", "2"),
-        put_op("a", "2"),
-    ];
+    let ops = vec![put_op("b", "1"), put_op("a", "1"), put_op("b", "2"), put_op("a", "2")];
     let cmd = Command::Txn(txn(vec![], ops, vec![]));
     check_rejected(&mut store, cmd, StoreError::DuplicateKey("a".to_owned()));
 }
@@ -840,20 +673,11 @@ fn txn_duplicate_in_the_branch_not_taken_is_still_rejected() {
 #[test]
 fn txn_the_two_branches_of_a_nested_txn_may_write_the_same_key_but_not_its_siblings() {
     let mut store = Store::new();
-    let inner = || {
-        TxnOp::Txn(txn(
-            vec![],
-            vec![put_op("a", "then")],
-            vec![put_op("a", "else")],
-        ))
-    };
+    let inner = || TxnOp::Txn(txn(vec![], vec![put_op("a", "then")], vec![put_op("a", "else")]));
     let response = apply_txn(&mut store, txn(vec![], vec![inner()], vec![]));
     assert_eq!(response.header.revision, 2);
     assert_eq!(get(&store, "a").unwrap().value, "then");
-    for ops in [
-        vec![put_op("a", "outer"), inner()],
-        vec![inner(), delete_op(prefix(""))],
-    ] {
+    for ops in [vec![put_op("a", "outer"), inner()], vec![inner(), delete_op(prefix(""))]] {
         let cmd = Command::Txn(txn(vec![], ops, vec![]));
         check_rejected(&mut store, cmd, StoreError::DuplicateKey("a".to_owned()));
     }
@@ -865,15 +689,8 @@ fn txn_the_two_branches_of_a_nested_txn_may_write_the_same_key_but_not_its_sibli
 fn txn_nested_compares_see_the_state_before_the_txn() {
     let mut store = Store::new();
     let absent = cmp("a", CompareResult::Equal, CompareTarget::Version(0));
-    let nested = TxnOp::Txn(txn(
-        vec![absent],
-        vec![put_op("b", "before")],
-        vec![put_op("b", "after")],
-    ));
-    let response = apply_txn(
-        &mut store,
-        txn(vec![], vec![put_op("a", "1"), nested], vec![]),
-    );
+    let nested = TxnOp::Txn(txn(vec![absent], vec![put_op("b", "before")], vec![put_op("b", "after")]));
+    let response = apply_txn(&mut store, txn(vec![], vec![put_op("a", "1"), nested], vec![]));
     let TxnOpResponse::Txn(inner) = &response.responses[1] else {
         panic!("expected a nested txn response");
     };
@@ -885,22 +702,12 @@ fn txn_nested_compares_see_the_state_before_the_txn() {
 #[test]
 fn txn_put_with_unknown_lease_on_the_taken_branch_is_rejected_and_changes_nothing() {
     let mut store = Store::new();
-    let bad = PutRequest {
-        lease: 9,
-        ..put_req("b", "1")
-    };
-    let cmd = Command::Txn(txn(
-        vec![],
-        vec![put_op("a", "1"), TxnOp::Put(bad.clone())],
-        vec![],
-    ));
+    let bad = PutRequest { lease: 9, ..put_req("b", "1") };
+    let cmd = Command::Txn(txn(vec![], vec![put_op("a", "1"), TxnOp::Put(bad.clone())], vec![]));
     check_rejected(&mut store, cmd, StoreError::LeaseNotFound(9));
     // On the branch not taken the lease is never looked at (etcd checks the path only).
     let never = cmp("a", CompareResult::Equal, CompareTarget::Version(7));
-    let response = apply_txn(
-        &mut store,
-        txn(vec![never], vec![TxnOp::Put(bad)], vec![put_op("a", "1")]),
-    );
+    let response = apply_txn(&mut store, txn(vec![never], vec![TxnOp::Put(bad)], vec![put_op("a", "1")]));
     assert!(!response.succeeded);
 }
 
@@ -910,19 +717,13 @@ fn txn_with_too_many_ops_or_too_deep_nesting_is_rejected() {
     let many = vec![range_op(prefix("")); txn_check::TXN_OPS_MAX + 1];
     let cmd = Command::Txn(txn(vec![], many, vec![]));
     let response = store.apply(&cmd);
-    assert!(matches!(
-        response,
-        CommandResponse::Error(StoreError::InvalidRequest(_))
-    ));
+    assert!(matches!(response, CommandResponse::Error(StoreError::InvalidRequest(_))));
     let mut deep = txn(vec![], vec![put_op("a", "1")], vec![]);
     for _ in 0..txn_check::TXN_DEPTH_MAX {
         deep = txn(vec![], vec![TxnOp::Txn(deep)], vec![]);
     }
     let response = store.apply(&Command::Txn(deep));
-    assert!(matches!(
-        response,
-        CommandResponse::Error(StoreError::InvalidRequest(_))
-    ));
+    assert!(matches!(response, CommandResponse::Error(StoreError::InvalidRequest(_))));
     assert_eq!(store.revision(), 1);
 }
 
@@ -932,20 +733,14 @@ fn txn_with_too_many_ops_or_too_deep_nesting_is_rejected() {
 fn compact_to_a_future_revision_is_rejected() {
     let mut store = Store::new();
     put(&mut store, "a", "1");
-    let error = StoreError::FutureRevision {
-        requested: 3,
-        current: 2,
-    };
+    let error = StoreError::FutureRevision { requested: 3, current: 2 };
     check_rejected(&mut store, Command::Compact { revision: 3 }, error);
 }
 
 #[test]
 fn compact_at_or_below_the_compact_revision_is_rejected() {
     let mut store = Store::new();
-    let never = StoreError::Compacted {
-        requested: 0,
-        compact_revision: 0,
-    };
+    let never = StoreError::Compacted { requested: 0, compact_revision: 0 };
     check_rejected(&mut store, Command::Compact { revision: 0 }, never);
     put(&mut store, "a", "1");
     put(&mut store, "a", "2");
@@ -953,10 +748,7 @@ fn compact_at_or_below_the_compact_revision_is_rejected() {
     let header = ResponseHeader { revision: 3 };
     assert_eq!(response, CommandResponse::Compact { header });
     for revision in [3, 2] {
-        let error = StoreError::Compacted {
-            requested: revision,
-            compact_revision: 3,
-        };
+        let error = StoreError::Compacted { requested: revision, compact_revision: 3 };
         check_rejected(&mut store, Command::Compact { revision }, error);
     }
 }
@@ -977,10 +769,7 @@ fn compact_drops_history_below_the_revision_but_keeps_what_reads_and_watches_nee
     let a2 = kv("a", "2", 2, 4, 2);
     assert_eq!(read_at(&store, prefix(""), 5), vec![a2.clone()]);
     compact(&mut store, 6);
-    assert_eq!(
-        retained(&store),
-        BTreeMap::from([("a", vec![4]), ("c", vec![6])])
-    );
+    assert_eq!(retained(&store), BTreeMap::from([("a", vec![4]), ("c", vec![6])]));
     assert_eq!(read_at(&store, prefix(""), 6), [a2, kv("c", "1", 6, 6, 1)]);
 }
 
@@ -1018,11 +807,7 @@ fn lease_grant_does_not_bump_the_revision() {
     let mut store = Store::new();
     let response = store.apply(&Command::LeaseGrant { id: 0, ttl_ms: 250 });
     let header = ResponseHeader { revision: 1 };
-    let expected = CommandResponse::LeaseGrant {
-        header,
-        id: 1,
-        ttl_ms: 250,
-    };
+    let expected = CommandResponse::LeaseGrant { header, id: 1, ttl_ms: 250 };
     assert_eq!(response, expected);
     assert_eq!(store.revision(), 1);
     let lease = store.lease(1).unwrap();
@@ -1054,10 +839,7 @@ fn lease_revoke_without_keys_does_not_bump_the_revision() {
     let mut store = Store::new();
     grant(&mut store, 1);
     let header = ResponseHeader { revision: 1 };
-    assert_eq!(
-        revoke(&mut store, 1),
-        CommandResponse::LeaseRevoke { header }
-    );
+    assert_eq!(revoke(&mut store, 1), CommandResponse::LeaseRevoke { header });
     assert_eq!(store.revision(), 1);
     assert!(store.lease(1).is_none());
 }
@@ -1065,10 +847,7 @@ fn lease_revoke_without_keys_does_not_bump_the_revision() {
 #[test]
 fn lease_revoke_of_an_unknown_lease_is_rejected() {
     let mut store = Store::new();
-    let cmd = Command::LeaseRevoke {
-        id: 3,
-        reason: RevokeReason::Expired,
-    };
+    let cmd = Command::LeaseRevoke { id: 3, reason: RevokeReason::Expired };
     check_rejected(&mut store, cmd, StoreError::LeaseNotFound(3));
 }
 
@@ -1103,11 +882,7 @@ fn events_carry_put_and_delete_key_values_like_an_etcd_watch() {
         delete_event("a", 4, Some(a2.clone())),
     ];
     assert_eq!(store.events(&key("a"), 2, true), Ok(with_prev));
-    let without = vec![
-        put_event(a1, None),
-        put_event(a2, None),
-        delete_event("a", 4, None),
-    ];
+    let without = vec![put_event(a1, None), put_event(a2, None), delete_event("a", 4, None)];
     assert_eq!(store.events(&key("a"), 2, false), Ok(without));
 }
 
@@ -1118,22 +893,11 @@ fn events_are_in_revision_order_across_keys_and_only_for_the_watched_range() {
     put(&mut store, "x", "1"); // 3
     put(&mut store, "a", "1"); // 4
     put(&mut store, "b", "2"); // 5
-    let events = store
-        .events(&KeyRange::FromKey("a".into()), 3, false)
-        .unwrap();
-    let expected = [
-        (EventKind::Put, "x", 3),
-        (EventKind::Put, "a", 4),
-        (EventKind::Put, "b", 5),
-    ];
+    let events = store.events(&KeyRange::FromKey("a".into()), 3, false).unwrap();
+    let expected = [(EventKind::Put, "x", 3), (EventKind::Put, "a", 4), (EventKind::Put, "b", 5)];
     assert_eq!(event_summary(&events), expected);
-    let events = store
-        .events(&KeyRange::Prefix("b".into()), 2, false)
-        .unwrap();
-    assert_eq!(
-        event_summary(&events),
-        [(EventKind::Put, "b", 2), (EventKind::Put, "b", 5)]
-    );
+    let events = store.events(&KeyRange::Prefix("b".into()), 2, false).unwrap();
+    assert_eq!(event_summary(&events), [(EventKind::Put, "b", 2), (EventKind::Put, "b", 5)]);
 }
 
 #[test]
@@ -1151,10 +915,7 @@ fn events_from_below_the_compact_revision_are_rejected() {
     put(&mut store, "a", "1");
     put(&mut store, "a", "2");
     compact(&mut store, 3);
-    let error = StoreError::Compacted {
-        requested: 2,
-        compact_revision: 3,
-    };
+    let error = StoreError::Compacted { requested: 2, compact_revision: 3 };
     assert_eq!(store.events(&prefix(""), 2, false), Err(error));
     assert_eq!(store.events(&prefix(""), 3, false).unwrap().len(), 1);
 }
@@ -1183,72 +944,24 @@ fn rejected_requests_leave_the_store_unchanged_to_the_byte() {
     put(&mut store, "b", "1");
     put(&mut store, "b", "2");
     compact(&mut store, 3);
-    let on_a = |lease| {
-        TxnOp::Put(PutRequest {
-            lease,
-            ..put_req("a", "x")
-        })
-    };
-    let old_read = TxnOp::Range(RangeRequest {
-        revision: 2,
-        ..RangeRequest::new(prefix(""))
-    });
+    let on_a = |lease| TxnOp::Put(PutRequest { lease, ..put_req("a", "x") });
+    let old_read = TxnOp::Range(RangeRequest { revision: 2, ..RangeRequest::new(prefix("")) });
     let cases = vec![
+        (Command::Put(PutRequest { lease: 2, ..put_req("a", "x") }), StoreError::LeaseNotFound(2)),
         (
-            Command::Put(PutRequest {
-                lease: 2,
-                ..put_req("a", "x")
-            }),
-            StoreError::LeaseNotFound(2),
-        ),
-        (
-            Command::Txn(txn(
-                vec![],
-                vec![delete_op(key("b")), on_a(1), on_a(0)],
-                vec![],
-            )),
+            Command::Txn(txn(vec![], vec![delete_op(key("b")), on_a(1), on_a(0)], vec![])),
             StoreError::DuplicateKey("a".into()),
         ),
-        (
-            Command::Txn(txn(vec![], vec![delete_op(key("b")), on_a(7)], vec![])),
-            StoreError::LeaseNotFound(7),
-        ),
+        (Command::Txn(txn(vec![], vec![delete_op(key("b")), on_a(7)], vec![])), StoreError::LeaseNotFound(7)),
         (
             Command::Txn(txn(vec![], vec![delete_op(key("b")), old_read], vec![])),
-            StoreError::Compacted {
-                requested: 2,
-                compact_revision: 3,
-            },
+            StoreError::Compacted { requested: 2, compact_revision: 3 },
         ),
-        (
-            Command::LeaseGrant { id: 1, ttl_ms: 9 },
-            StoreError::LeaseExists(1),
-        ),
-        (
-            Command::LeaseGrant { id: 0, ttl_ms: 0 },
-            StoreError::InvalidTtl,
-        ),
-        (
-            Command::LeaseRevoke {
-                id: 2,
-                reason: RevokeReason::Client,
-            },
-            StoreError::LeaseNotFound(2),
-        ),
-        (
-            Command::Compact { revision: 2 },
-            StoreError::Compacted {
-                requested: 2,
-                compact_revision: 3,
-            },
-        ),
-        (
-            Command::Compact { revision: 5 },
-            StoreError::FutureRevision {
-                requested: 5,
-                current: 4,
-            },
-        ),
+        (Command::LeaseGrant { id: 1, ttl_ms: 9 }, StoreError::LeaseExists(1)),
+        (Command::LeaseGrant { id: 0, ttl_ms: 0 }, StoreError::InvalidTtl),
+        (Command::LeaseRevoke { id: 2, reason: RevokeReason::Client }, StoreError::LeaseNotFound(2)),
+        (Command::Compact { revision: 2 }, StoreError::Compacted { requested: 2, compact_revision: 3 }),
+        (Command::Compact { revision: 5 }, StoreError::FutureRevision { requested: 5, current: 4 }),
     ];
     for (cmd, error) in cases {
         check_rejected(&mut store, cmd, error);
@@ -1294,10 +1007,7 @@ fn invariants_catch_a_lease_listing_a_dead_key() {
 fn invariants_catch_a_change_beyond_the_current_revision() {
     let mut store = Store::new();
     put(&mut store, "a", "1");
-    let change = mvcc::Change {
-        revision: 3,
-        kv: Some(kv("a", "2", 2, 3, 2)),
-    };
+    let change = mvcc::Change { revision: 3, kv: Some(kv("a", "2", 2, 3, 2)) };
     store.kv.record("a", change);
     store.check_invariants();
 }
@@ -1309,10 +1019,7 @@ fn invariants_catch_a_version_gap() {
     put(&mut store, "a", "1"); // 2
     put(&mut store, "b", "1"); // 3
     // A second change to "a" in revision 3, with its version off by 3.
-    let change = mvcc::Change {
-        revision: 3,
-        kv: Some(kv("a", "2", 2, 3, 5)),
-    };
+    let change = mvcc::Change { revision: 3, kv: Some(kv("a", "2", 2, 3, 5)) };
     store.kv.record("a", change);
     store.check_invariants();
 }

@@ -63,19 +63,11 @@ pub(super) fn plan(
 
 fn shape(req: &TxnRequest, depth: usize) -> Result<(), StoreError> {
     if depth > TXN_DEPTH_MAX {
-        return Err(invalid(format!(
-            "transactions nested deeper than {TXN_DEPTH_MAX}"
-        )));
+        return Err(invalid(format!("transactions nested deeper than {TXN_DEPTH_MAX}")));
     }
-    let longest = req
-        .compare
-        .len()
-        .max(req.success.len())
-        .max(req.failure.len());
+    let longest = req.compare.len().max(req.success.len()).max(req.failure.len());
     if longest > TXN_OPS_MAX {
-        return Err(invalid(format!(
-            "{longest} compares or ops in one transaction list, more than {TXN_OPS_MAX}"
-        )));
+        return Err(invalid(format!("{longest} compares or ops in one transaction list, more than {TXN_OPS_MAX}")));
     }
     for op in req.success.iter().chain(&req.failure) {
         match op {
@@ -107,17 +99,11 @@ fn branch_writes<'a>(ops: &'a [TxnOp], conflicts: &mut BTreeSet<&'a str>) -> Wri
         match op {
             TxnOp::Range(_) => {}
             TxnOp::Put(put) => {
-                let put = Writes {
-                    puts: BTreeSet::from([put.key.as_str()]),
-                    deletes: Vec::new(),
-                };
+                let put = Writes { puts: BTreeSet::from([put.key.as_str()]), deletes: Vec::new() };
                 all.add(put, conflicts);
             }
             TxnOp::DeleteRange(delete) => {
-                let delete = Writes {
-                    puts: BTreeSet::new(),
-                    deletes: vec![&delete.range],
-                };
+                let delete = Writes { puts: BTreeSet::new(), deletes: vec![&delete.range] };
                 all.add(delete, conflicts);
             }
             TxnOp::Txn(txn) => {
@@ -181,12 +167,7 @@ fn choose(req: &TxnRequest, kv: &KeySpace) -> TxnPlan {
 }
 
 /// The state-dependent checks along the branches `plan` takes (etcd `checkTxn`).
-fn check_path(
-    req: &TxnRequest,
-    plan: &TxnPlan,
-    leases: &LeaseTable,
-    readable: Readable,
-) -> Result<(), StoreError> {
+fn check_path(req: &TxnRequest, plan: &TxnPlan, leases: &LeaseTable, readable: Readable) -> Result<(), StoreError> {
     let mut nested = plan.nested.iter();
     for op in branch(req, plan.succeeded) {
         match op {

@@ -259,15 +259,9 @@ pub enum CommandResponse {
 #[serde(rename_all = "snake_case")]
 pub enum StoreError {
     #[error("revision {requested} has been compacted (compact revision {compact_revision})")]
-    Compacted {
-        requested: Revision,
-        compact_revision: Revision,
-    },
+    Compacted { requested: Revision, compact_revision: Revision },
     #[error("revision {requested} is in the future (current revision {current})")]
-    FutureRevision {
-        requested: Revision,
-        current: Revision,
-    },
+    FutureRevision { requested: Revision, current: Revision },
     #[error("lease {0} not found")]
     LeaseNotFound(LeaseId),
     #[error("lease {0} already exists")]

@@ -22,16 +22,10 @@ impl Readable {
             return Ok(self.current);
         }
         if requested > self.current {
-            return Err(StoreError::FutureRevision {
-                requested,
-                current: self.current,
-            });
+            return Err(StoreError::FutureRevision { requested, current: self.current });
         }
         if requested < self.compact {
-            return Err(StoreError::Compacted {
-                requested,
-                compact_revision: self.compact,
-            });
+            return Err(StoreError::Compacted { requested, compact_revision: self.compact });
         }
         Ok(requested)
     }

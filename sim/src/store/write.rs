@@ -13,9 +13,8 @@ use super::mvcc::{Change, KeySpace};
 use super::query;
 use super::txn_check::{TxnPlan, branch};
 use super::{
-    DeleteRangeRequest, DeleteRangeResponse, KeyValue, LeaseId, PutRequest, PutResponse,
-    RangeRequest, RangeResponse, ResponseHeader, Revision, TxnOp, TxnOpResponse, TxnRequest,
-    TxnResponse,
+    DeleteRangeRequest, DeleteRangeResponse, KeyValue, LeaseId, PutRequest, PutResponse, RangeRequest, RangeResponse,
+    ResponseHeader, Revision, TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
 };
 
 pub(super) struct Writer<'s> {
@@ -37,20 +36,11 @@ pub(super) struct Written {
 
 impl<'s> Writer<'s> {
     pub fn new(kv: &'s mut KeySpace, leases: &'s mut LeaseTable, base: Revision) -> Self {
-        Writer {
-            kv,
-            leases,
-            base,
-            changes: 0,
-            touched: Vec::new(),
-        }
+        Writer { kv, leases, base, changes: 0, touched: Vec::new() }
     }
 
     pub fn finish(self) -> Written {
-        Written {
-            changed: self.changes > 0,
-            touched: self.touched,
-        }
+        Written { changed: self.changes > 0, touched: self.touched }
     }
 
     /// The revision this request's changes are recorded at.
@@ -87,27 +77,18 @@ impl<'s> Writer<'s> {
         let prev_lease = prev.as_ref().map_or(0, |prev| prev.lease);
         self.leases.move_key(&req.key, prev_lease, req.lease);
         self.record(&req.key, Some(kv), prev_lease);
-        PutResponse {
-            header: ResponseHeader { revision },
-            prev_kv: prev.filter(|_| req.prev_kv),
-        }
+        PutResponse { header: ResponseHeader { revision }, prev_kv: prev.filter(|_| req.prev_kv) }
     }
 
     /// etcd DeleteRange: tombstone every live key in the range (as this request has left
     /// it so far), detaching each from its lease.
     pub fn delete_range(&mut self, req: &DeleteRangeRequest) -> DeleteRangeResponse {
-        let doomed: Vec<KeyValue> = self
-            .kv
-            .range_at(&req.range, self.pending())
-            .cloned()
-            .collect();
+        let doomed: Vec<KeyValue> = self.kv.range_at(&req.range, self.pending()).cloned().collect();
         for kv in &doomed {
             self.delete_key(&kv.key, kv.lease);
         }
         DeleteRangeResponse {
-            header: ResponseHeader {
-                revision: self.visible(),
-            },
+            header: ResponseHeader { revision: self.visible() },
             deleted: doomed.len(),
             prev_kvs: match req.prev_kv {
                 true => doomed,
@@ -154,13 +135,7 @@ impl<'s> Writer<'s> {
             };
             responses.push(response);
         }
-        TxnResponse {
-            header: ResponseHeader {
-                revision: self.visible(),
-            },
-            succeeded: plan.succeeded,
-            responses,
-        }
+        TxnResponse { header: ResponseHeader { revision: self.visible() }, succeeded: plan.succeeded, responses }
     }
 
     fn delete_key(&mut self, key: &str, lease: LeaseId) {
@@ -169,10 +144,7 @@ impl<'s> Writer<'s> {
     }
 
     fn record(&mut self, key: &str, kv: Option<KeyValue>, prev_lease: LeaseId) {
-        let change = Change {
-            revision: self.pending(),
-            kv,
-        };
+        let change = Change { revision: self.pending(), kv };
         self.kv.record(key, change);
         self.changes += 1;
         self.touched.push((key.to_owned(), prev_lease));

@@ -44,10 +44,7 @@ pub enum KvOutput<V> {
     /// A put or delete completed.
     Done,
     /// Which branch ran, and the values its gets returned, in order.
-    Txn {
-        succeeded: bool,
-        gets: Vec<Option<V>>,
-    },
+    Txn { succeeded: bool, gets: Vec<Option<V>> },
 }
 
 /// The state is the whole map (absent keys are not stored).
@@ -119,13 +116,8 @@ where
         }
     }
 
-    fn partition(
-        &self,
-        history: &[Operation<KvInput<K, V>, KvOutput<V>>],
-    ) -> Option<Vec<Vec<usize>>> {
-        Some(partition::by_keys(history, |input| {
-            input.keys().into_iter().cloned().collect()
-        }))
+    fn partition(&self, history: &[Operation<KvInput<K, V>, KvOutput<V>>]) -> Option<Vec<Vec<usize>>> {
+        Some(partition::by_keys(history, |input| input.keys().into_iter().cloned().collect()))
     }
 
     fn state_heap_bytes(&self, state: &BTreeMap<K, V>) -> usize {
@@ -141,9 +133,7 @@ fn step_op<K: Clone + Ord, V: Clone + Eq>(
 ) -> Option<BTreeMap<K, V>> {
     match (op, output) {
         (KvOp::Get(_), None) => Some(state.clone()),
-        (KvOp::Get(key), Some(KvOutput::Get(value))) => {
-            (state.get(key) == value.as_ref()).then(|| state.clone())
-        }
+        (KvOp::Get(key), Some(KvOutput::Get(value))) => (state.get(key) == value.as_ref()).then(|| state.clone()),
         (KvOp::Put(..) | KvOp::Delete(_), None | Some(KvOutput::Done)) => {
             let mut next = state.clone();
             apply_write(&mut next, op);
@@ -158,10 +148,7 @@ fn step_txn<K: Clone + Ord, V: Clone + Eq>(
     txn: &Txn<K, V>,
     output: Option<&KvOutput<V>>,
 ) -> Option<BTreeMap<K, V>> {
-    let holds = txn
-        .compare
-        .iter()
-        .all(|compare| state.get(&compare.key) == compare.value.as_ref());
+    let holds = txn.compare.iter().all(|compare| state.get(&compare.key) == compare.value.as_ref());
     let expected_gets = match output {
         None => None,
         Some(KvOutput::Txn { succeeded, gets }) if *succeeded == holds => Some(gets),
@@ -204,11 +191,7 @@ mod tests {
         pairs.iter().copied().collect()
     }
 
-    fn step(
-        state: &State,
-        input: KvInput<&'static str, i64>,
-        output: Option<KvOutput<i64>>,
-    ) -> Option<State> {
+    fn step(state: &State, input: KvInput<&'static str, i64>, output: Option<KvOutput<i64>>) -> Option<State> {
         KvModel::new().step(state, &input, output.as_ref())
     }
 
@@ -216,63 +199,28 @@ mod tests {
     fn single_key_operations() {
         let empty = map(&[]);
         let a1 = map(&[("a", 1)]);
-        assert_eq!(
-            step(&empty, KvInput::Op(KvOp::Put("a", 1)), Some(KvOutput::Done)),
-            Some(a1.clone())
-        );
-        assert_eq!(
-            step(
-                &a1,
-                KvInput::Op(KvOp::Get("a")),
-                Some(KvOutput::Get(Some(1)))
-            ),
-            Some(a1.clone())
-        );
-        assert_eq!(
-            step(&a1, KvInput::Op(KvOp::Get("a")), Some(KvOutput::Get(None))),
-            None
-        );
-        assert_eq!(
-            step(&a1, KvInput::Op(KvOp::Get("b")), Some(KvOutput::Get(None))),
-            Some(a1.clone())
-        );
-        assert_eq!(
-            step(&a1, KvInput::Op(KvOp::Delete("a")), None),
-            Some(empty.clone())
-        );
-        assert_eq!(
-            step(
-                &a1,
-                KvInput::Op(KvOp::Put("a", 2)),
-                Some(KvOutput::Get(None))
-            ),
-            None
-        );
+        assert_eq!(step(&empty, KvInput::Op(KvOp::Put("a", 1)), Some(KvOutput::Done)), Some(a1.clone()));
+        assert_eq!(step(&a1, KvInput::Op(KvOp::Get("a")), Some(KvOutput::Get(Some(1)))), Some(a1.clone()));
+        assert_eq!(step(&a1, KvInput::Op(KvOp::Get("a")), Some(KvOutput::Get(None))), None);
+        assert_eq!(step(&a1, KvInput::Op(KvOp::Get("b")), Some(KvOutput::Get(None))), Some(a1.clone()));
+        assert_eq!(step(&a1, KvInput::Op(KvOp::Delete("a")), None), Some(empty.clone()));
+        assert_eq!(step(&a1, KvInput::Op(KvOp::Put("a", 2)), Some(KvOutput::Get(None))), None);
     }
 
     #[test]
     fn transaction_runs_the_branch_its_compares_select() {
         let txn = KvInput::Txn(Txn {
-            compare: vec![TxnCompare {
-                key: "a",
-                value: Some(1),
-            }],
+            compare: vec![TxnCompare { key: "a", value: Some(1) }],
             success: vec![KvOp::Put("b", 2), KvOp::Get("b")],
             failure: vec![KvOp::Get("a")],
         });
         let a1 = map(&[("a", 1)]);
         let a3 = map(&[("a", 3)]);
         let ok = |succeeded, gets| Some(KvOutput::Txn { succeeded, gets });
-        assert_eq!(
-            step(&a1, txn.clone(), ok(true, vec![Some(2)])),
-            Some(map(&[("a", 1), ("b", 2)]))
-        );
+        assert_eq!(step(&a1, txn.clone(), ok(true, vec![Some(2)])), Some(map(&[("a", 1), ("b", 2)])));
         assert_eq!(step(&a1, txn.clone(), ok(true, vec![None])), None);
         assert_eq!(step(&a1, txn.clone(), ok(false, vec![Some(1)])), None);
-        assert_eq!(
-            step(&a3, txn.clone(), ok(false, vec![Some(3)])),
-            Some(a3.clone())
-        );
+        assert_eq!(step(&a3, txn.clone(), ok(false, vec![Some(3)])), Some(a3.clone()));
         assert_eq!(step(&a3, txn.clone(), None), Some(a3.clone()));
         assert_eq!(step(&a1, txn, None), Some(map(&[("a", 1), ("b", 2)])));
     }

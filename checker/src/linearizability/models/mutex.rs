@@ -36,30 +36,15 @@ impl Model for MutexModel {
         None
     }
 
-    fn step(
-        &self,
-        holder: &Option<u64>,
-        input: &MutexInput,
-        output: Option<&MutexOutput>,
-    ) -> Option<Option<u64>> {
+    fn step(&self, holder: &Option<u64>, input: &MutexInput, output: Option<&MutexOutput>) -> Option<Option<u64>> {
         let holder = *holder;
         match (*input, output) {
-            (MutexInput::Acquire { owner }, Some(MutexOutput::Ok)) => {
-                holder.is_none().then_some(Some(owner))
-            }
-            (MutexInput::Acquire { .. }, Some(MutexOutput::Refused)) => {
-                holder.is_some().then_some(holder)
-            }
+            (MutexInput::Acquire { owner }, Some(MutexOutput::Ok)) => holder.is_none().then_some(Some(owner)),
+            (MutexInput::Acquire { .. }, Some(MutexOutput::Refused)) => holder.is_some().then_some(holder),
             (MutexInput::Acquire { owner }, None) => Some(holder.or(Some(owner))),
-            (MutexInput::Release { owner }, Some(MutexOutput::Ok)) => {
-                (holder == Some(owner)).then_some(None)
-            }
-            (MutexInput::Release { owner }, Some(MutexOutput::Refused)) => {
-                (holder != Some(owner)).then_some(holder)
-            }
-            (MutexInput::Release { owner }, None) => {
-                Some(if holder == Some(owner) { None } else { holder })
-            }
+            (MutexInput::Release { owner }, Some(MutexOutput::Ok)) => (holder == Some(owner)).then_some(None),
+            (MutexInput::Release { owner }, Some(MutexOutput::Refused)) => (holder != Some(owner)).then_some(holder),
+            (MutexInput::Release { owner }, None) => Some(if holder == Some(owner) { None } else { holder }),
         }
     }
 
@@ -92,12 +77,7 @@ mod tests {
         use MutexInput::{Acquire, Release};
         use MutexOutput::{Ok, Refused};
         // (holder, input, output, holder after or None if illegal)
-        type Case = (
-            Option<u64>,
-            MutexInput,
-            Option<MutexOutput>,
-            Option<Option<u64>>,
-        );
+        type Case = (Option<u64>, MutexInput, Option<MutexOutput>, Option<Option<u64>>);
         let cases: Vec<Case> = vec![
             (None, Acquire { owner: 1 }, Some(Ok), Some(Some(1))),
             (Some(2), Acquire { owner: 1 }, Some(Ok), None),
@@ -115,11 +95,7 @@ mod tests {
             (Some(2), Release { owner: 1 }, None, Some(Some(2))),
         ];
         for (holder, input, output, expected) in cases {
-            assert_eq!(
-                MutexModel.step(&holder, &input, output.as_ref()),
-                expected,
-                "{holder:?} {input:?} {output:?}"
-            );
+            assert_eq!(MutexModel.step(&holder, &input, output.as_ref()), expected, "{holder:?} {input:?} {output:?}");
         }
     }
 }

@@ -65,12 +65,8 @@ impl<V: Clone + Eq + Hash + Debug + Send + Sync> Model for RegisterModel<V> {
     ) -> Option<Option<V>> {
         match (input, output) {
             (RegisterInput::Read, None) => Some(state.clone()),
-            (RegisterInput::Read, Some(RegisterOutput::Read(value))) => {
-                (value == state).then(|| state.clone())
-            }
-            (RegisterInput::Write(value), None | Some(RegisterOutput::Write)) => {
-                Some(Some(value.clone()))
-            }
+            (RegisterInput::Read, Some(RegisterOutput::Read(value))) => (value == state).then(|| state.clone()),
+            (RegisterInput::Write(value), None | Some(RegisterOutput::Write)) => Some(Some(value.clone())),
             (RegisterInput::Cas { expected, new }, output) => {
                 let matches = state.as_ref() == Some(expected);
                 let consistent = match output {
@@ -88,11 +84,7 @@ impl<V: Clone + Eq + Hash + Debug + Send + Sync> Model for RegisterModel<V> {
         }
     }
 
-    fn describe_operation(
-        &self,
-        input: &RegisterInput<V>,
-        output: Option<&RegisterOutput<V>>,
-    ) -> String {
+    fn describe_operation(&self, input: &RegisterInput<V>, output: Option<&RegisterOutput<V>>) -> String {
         let input = match input {
             RegisterInput::Read => "read".to_string(),
             RegisterInput::Write(value) => format!("write {value:?}"),
@@ -141,26 +133,11 @@ mod tests {
             (Some(1), In::Read, None, Some(Some(1))),
             (None, In::Write(2), Some(Out::Write), Some(Some(2))),
             (Some(1), In::Write(2), None, Some(Some(2))),
-            (
-                Some(1),
-                cas(1, 2),
-                Some(Out::Cas { swapped: true }),
-                Some(Some(2)),
-            ),
+            (Some(1), cas(1, 2), Some(Out::Cas { swapped: true }), Some(Some(2))),
             (Some(1), cas(3, 2), Some(Out::Cas { swapped: true }), None),
-            (
-                Some(1),
-                cas(3, 2),
-                Some(Out::Cas { swapped: false }),
-                Some(Some(1)),
-            ),
+            (Some(1), cas(3, 2), Some(Out::Cas { swapped: false }), Some(Some(1))),
             (Some(1), cas(1, 2), Some(Out::Cas { swapped: false }), None),
-            (
-                None,
-                cas(1, 2),
-                Some(Out::Cas { swapped: false }),
-                Some(None),
-            ),
+            (None, cas(1, 2), Some(Out::Cas { swapped: false }), Some(None)),
             (Some(1), cas(1, 2), None, Some(Some(2))),
             (Some(3), cas(1, 2), None, Some(Some(3))),
             (Some(1), In::Write(2), Some(Out::Read(None)), None),

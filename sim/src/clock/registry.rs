@@ -1,0 +1,63 @@
+//! Which clock belongs to the running task: openraft asks for the time through a static
+//! function (`Instant::now()`), so the runtime finds the caller's node by its host name (madsim
+//! answers `gethostname` with the node's name inside its tasks) and looks its clock up here.
+//!
+//! The registry is thread-local: each simulation runs on its own thread, and the harness installs
+//! the run's clocks before any node starts. A task with no registered clock (the simulator's
+//! main task, or a runtime used outside a run) reads true time.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::{Clock, LocalTime};
+use crate::node::current_node_name;
+
+#[derive(Default)]
+struct Registry {
+    /// The run's start, for tasks that have no clock of their own.
+    epoch: Option<Instant>,
+    /// Node name → its clock, and the last time handed to openraft (its monotonic view).
+    clocks: BTreeMap<String, (Clock, i64)>,
+}
+
+thread_local! {
+    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+}
+
+/// Replaces the registry with the clocks of a new run.
+pub fn install(epoch: Instant, clocks: BTreeMap<String, Clock>) {
+    REGISTRY.with(|registry| {
+        *registry.borrow_mut() = Registry {
+            epoch: Some(epoch),
+            clocks: clocks.into_iter().map(|(name, clock)| (name, (clock, i64::MIN))).collect(),
+        };
+    });
+}
+
+/// The clock of the running task's node.
+pub fn current() -> Clock {
+    let name = current_node_name();
+    REGISTRY.with(|registry| {
+        let mut registry = registry.borrow_mut();
+        if let Some((clock, _)) = name.as_ref().and_then(|name| registry.clocks.get(name)) {
+            return clock.clone();
+        }
+        let epoch = *registry.epoch.get_or_insert_with(Instant::now);
+        Clock::true_time(epoch)
+    })
+}
+
+/// The running task's node time as openraft must see it: never decreasing.
+pub fn monotonic_now() -> LocalTime {
+    let name = current_node_name();
+    REGISTRY.with(|registry| {
+        let mut registry = registry.borrow_mut();
+        if let Some((clock, last)) = name.as_ref().and_then(|name| registry.clocks.get_mut(name)) {
+            *last = (*last).max(clock.now().0);
+            return LocalTime(*last);
+        }
+        let epoch = *registry.epoch.get_or_insert_with(Instant::now);
+        Clock::true_time(epoch).now()
+    })
+}

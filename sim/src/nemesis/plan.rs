@@ -1,0 +1,533 @@
+//! The fault plan of one run: the scenario's fixed `[[nemesis]]` timeline plus, with `[chaos]`,
+//! faults drawn from the seed. The plan is a pure function of (scenario, seed), drawn before the
+//! simulation starts with an RNG of its own, so `coordsim run --show-plan` can print it without
+//! running and a user can paste it back as a fixed timeline.
+
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+
+use crate::clock::{ClockChange, ClockSchedule, RATE_ONE_PPM};
+use crate::scenario::{
+    Chaos, DurRange, FaultKindSpec, PartitionShape, ReplyKind, Scenario, ScenarioError, ScheduledFault, SignedDur,
+    check, rate_in_bounds,
+};
+
+/// Who a fault hits; dynamic targets are resolved when the fault starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Node(String),
+    /// The server that is leader of the highest term at that moment (any server if none).
+    Leader,
+    /// A random server that is not the leader.
+    Follower,
+    AnyServer,
+    AnyClient,
+    AnyNode,
+}
+
+impl Target {
+    fn parse(text: &str, nodes: &[String]) -> Option<Target> {
+        Some(match text {
+            "leader" => Target::Leader,
+            "follower" => Target::Follower,
+            "server" => Target::AnyServer,
+            "client" => Target::AnyClient,
+            "any" => Target::AnyNode,
+            name if nodes.iter().any(|n| n == name) => Target::Node(name.to_string()),
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Target::Node(name) => name,
+            Target::Leader => "leader",
+            Target::Follower => "follower",
+            Target::AnyServer => "server",
+            Target::AnyClient => "client",
+            Target::AnyNode => "any",
+        })
+    }
+}
+
+/// A checked fault.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    Pause { target: Target },
+    Crash { target: Target },
+    Partition { shape: Partition },
+    ClockJump { node: String, by_ns: i64 },
+    ClockRate { node: String, rate_ppm: u64 },
+    ClockStrobe { node: String, by_ns: i64, period: Duration },
+    PacketLoss { rate: f64 },
+    Latency { min: Duration, max: Duration },
+    DropReplies { target: Target, replies: ReplyKind },
+    LinkDelay { from: String, to: String, delay: Duration },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Partition {
+    Isolate(Target),
+    MajorityMinority,
+    Ring,
+    Bridge,
+    OneWay {
+        from: Target,
+        to: Target,
+    },
+    /// `None`: every client.
+    Clients(Option<Vec<String>>),
+    Servers,
+}
+
+/// One fault of the plan. `id` is its place in the plan (1-based), so that the history's fault
+/// ids match the printed plan whatever order simultaneous faults start in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedFault {
+    pub id: u64,
+    pub at: Duration,
+    /// `None` for instantaneous faults (a clock jump).
+    pub duration: Option<Duration>,
+    pub fault: Fault,
+    /// The entry as written (or drawn), for `--show-plan`.
+    pub spec: ScheduledFault,
+}
+
+impl PlannedFault {
+    pub fn end(&self) -> Duration {
+        self.at + self.duration.unwrap_or_default()
+    }
+}
+
+/// Checks every fault of the scenario (fixed and chaos); errors name `nemesis[i].field`.
+pub fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
+    for (i, spec) in scenario.nemesis.iter().enumerate() {
+        typed(scenario, spec, &format!("nemesis[{i}]"))?;
+    }
+    if let Some(chaos) = &scenario.chaos {
+        validate_chaos(scenario, chaos)?;
+    }
+    Ok(())
+}
+
+/// The plan of `seed`: the fixed faults, then the drawn ones, ordered by start time.
+pub fn plan(scenario: &Scenario, seed: u64) -> Vec<PlannedFault> {
+    let mut specs: Vec<ScheduledFault> = scenario.nemesis.clone();
+    if let Some(chaos) = &scenario.chaos {
+        specs.extend(draw(scenario, chaos, seed));
+    }
+    specs.sort_by_key(|spec| spec.at); // stable: fixed faults first at equal times
+    specs
+        .into_iter()
+        .enumerate()
+        .map(|(index, spec)| {
+            let (fault, duration) =
+                typed(scenario, &spec, "plan").expect("every planned fault was validated with the scenario");
+            PlannedFault { id: index as u64 + 1, at: spec.at.0, duration, fault, spec }
+        })
+        .collect()
+}
+
+/// The plan as `[[nemesis]]` TOML entries, ready to paste into a scenario file.
+pub fn to_toml(plan: &[PlannedFault]) -> String {
+    #[derive(serde::Serialize)]
+    struct Timeline<'a> {
+        nemesis: Vec<&'a ScheduledFault>,
+    }
+    let timeline = Timeline { nemesis: plan.iter().map(|p| &p.spec).collect() };
+    toml::to_string(&timeline).expect("a fault plan always serializes")
+}
+
+/// Each node's clock over the run: its `[[clock]]` start plus every clock fault of the plan.
+pub fn clock_schedule(scenario: &Scenario, plan: &[PlannedFault], node: &str) -> ClockSchedule {
+    let (offset_ns, rate_ppm) =
+        scenario.clock.iter().find(|c| c.node == node).map_or((0, RATE_ONE_PPM), |c| (c.offset.ns, rate_ppm(c.rate)));
+    let mut changes = Vec::new();
+    for planned in plan {
+        let at_ns = planned.at.as_nanos() as u64;
+        let end_ns = planned.end().as_nanos() as u64;
+        match &planned.fault {
+            Fault::ClockJump { node: n, by_ns } if n == node => {
+                changes.push(ClockChange::Jump { at_ns, by_ns: *by_ns })
+            }
+            Fault::ClockRate { node: n, rate_ppm: rate } if n == node => {
+                changes.push(ClockChange::Rate { at_ns, rate_ppm: *rate });
+                changes.push(ClockChange::Rate { at_ns: end_ns, rate_ppm });
+            }
+            Fault::ClockStrobe { node: n, by_ns, period } if n == node => {
+                // +by, back, +by, back, ... ending where it started.
+                let period_ns = period.as_nanos() as u64;
+                let mut t = at_ns;
+                let mut ahead = false;
+                while t < end_ns {
+                    changes.push(ClockChange::Jump { at_ns: t, by_ns: if ahead { -by_ns } else { *by_ns } });
+                    ahead = !ahead;
+                    t += period_ns;
+                }
+                if ahead {
+                    changes.push(ClockChange::Jump { at_ns: end_ns, by_ns: -by_ns });
+                }
+            }
+            _ => {}
+        }
+    }
+    ClockSchedule::new(offset_ns, rate_ppm, changes)
+}
+
+/// Local seconds per true second → parts per million.
+pub fn rate_ppm(rate: f64) -> u64 {
+    (rate * RATE_ONE_PPM as f64).round() as u64
+}
+
+/// Longest strobe or fault: a limit on everything.
+const STROBE_PERIOD_MIN: Duration = Duration::from_millis(10);
+
+fn typed(scenario: &Scenario, spec: &ScheduledFault, path: &str) -> Result<(Fault, Option<Duration>), ScenarioError> {
+    let field = |name: &str| format!("{path}.{name}");
+    let servers = scenario.server_names();
+    let clients = scenario.client_names();
+    let nodes: Vec<String> = servers.iter().chain(&clients).cloned().collect();
+    let hint = scenario.node_names_hint();
+    check(spec.at.0 < scenario.duration.0, &field("at"), || {
+        format!("{} is not before the end of the run ({})", spec.at, scenario.duration)
+    })?;
+
+    let kind = spec.kind;
+    let instantaneous = kind == FaultKindSpec::ClockJump;
+    let duration = match (spec.duration, instantaneous) {
+        (Some(_), true) => return Err(err(&field("for"), "a clock jump is instantaneous: remove `for`")),
+        (None, true) => None,
+        (None, false) => return Err(err(&field("for"), "missing: how long the fault lasts")),
+        (Some(d), false) => {
+            check(!d.0.is_zero(), &field("for"), || "must be above 0".into())?;
+            Some(d.0)
+        }
+    };
+
+    // Which optional fields each kind takes; anything else set is a mistake worth reporting.
+    let allowed: &[&str] = match kind {
+        FaultKindSpec::Pause | FaultKindSpec::Crash => &["target"],
+        FaultKindSpec::Partition => &["shape", "target", "targets"],
+        FaultKindSpec::ClockJump => &["target", "by"],
+        FaultKindSpec::ClockRate => &["target", "rate"],
+        FaultKindSpec::ClockStrobe => &["target", "by", "period"],
+        FaultKindSpec::PacketLoss => &["rate"],
+        FaultKindSpec::Latency => &["min", "max"],
+        FaultKindSpec::DropReplies => &["target", "replies"],
+        FaultKindSpec::LinkDelay => &["from", "to", "delay"],
+    };
+    for (name, set) in [
+        ("target", spec.target.is_some()),
+        ("shape", spec.shape.is_some()),
+        ("targets", !spec.targets.is_empty()),
+        ("by", spec.by.is_some()),
+        ("rate", spec.rate.is_some()),
+        ("period", spec.period.is_some()),
+        ("min", spec.min.is_some()),
+        ("max", spec.max.is_some()),
+        ("from", spec.from.is_some()),
+        ("to", spec.to.is_some()),
+        ("delay", spec.delay.is_some()),
+        ("replies", spec.replies.is_some()),
+    ] {
+        check(!set || allowed.contains(&name), &field(name), || {
+            format!("does not apply to a {} fault", kind_name(kind))
+        })?;
+    }
+
+    let target = |required: bool| -> Result<Option<Target>, ScenarioError> {
+        match &spec.target {
+            None if required => Err(err(&field("target"), "missing: which node the fault hits")),
+            None => Ok(None),
+            Some(text) => Target::parse(text, &nodes).map(Some).ok_or_else(|| {
+                err(
+                    &field("target"),
+                    &format!("unknown node {text:?} ({hint}; or leader, follower, server, client, any)"),
+                )
+            }),
+        }
+    };
+    // Clock faults change a schedule fixed before the run: they need a named node.
+    let clock_node = || -> Result<String, ScenarioError> {
+        match target(true)? {
+            Some(Target::Node(name)) => Ok(name),
+            _ => Err(err(&field("target"), "a clock fault needs a node name (the plan is fixed before the run)")),
+        }
+    };
+    let by = || spec.by.ok_or_else(|| err(&field("by"), "missing: how far the clock moves, e.g. \"+5s\""));
+
+    let fault = match kind {
+        FaultKindSpec::Pause => Fault::Pause { target: target(true)?.expect("required") },
+        FaultKindSpec::Crash => Fault::Crash { target: target(true)?.expect("required") },
+        FaultKindSpec::Partition => {
+            let shape = spec.shape.ok_or_else(|| err(&field("shape"), "missing: the partition's shape"))?;
+            Fault::Partition { shape: partition(spec, shape, &nodes, &clients, &hint, &field, target(false)?)? }
+        }
+        FaultKindSpec::ClockJump => {
+            let by = by()?;
+            check(by.ns != 0, &field("by"), || "a jump of 0 changes nothing".into())?;
+            Fault::ClockJump { node: clock_node()?, by_ns: by.ns }
+        }
+        FaultKindSpec::ClockRate => {
+            let rate = spec.rate.ok_or_else(|| err(&field("rate"), "missing: the clock's rate, e.g. 0.5"))?;
+            check(rate_in_bounds(rate), &field("rate"), || format!("{rate} must be between 0.1 and 10"))?;
+            Fault::ClockRate { node: clock_node()?, rate_ppm: rate_ppm(rate) }
+        }
+        FaultKindSpec::ClockStrobe => {
+            let by = by()?;
+            let period = spec.period.ok_or_else(|| err(&field("period"), "missing: how often the clock flips"))?;
+            check(period.0 >= STROBE_PERIOD_MIN, &field("period"), || {
+                format!("{period} is below the minimum strobe period 10ms")
+            })?;
+            Fault::ClockStrobe { node: clock_node()?, by_ns: by.ns, period: period.0 }
+        }
+        FaultKindSpec::PacketLoss => {
+            let rate = spec.rate.ok_or_else(|| err(&field("rate"), "missing: the loss probability, e.g. 0.2"))?;
+            check(rate.is_finite() && (0.0..=1.0).contains(&rate), &field("rate"), || {
+                format!("{rate} must be between 0 and 1")
+            })?;
+            Fault::PacketLoss { rate }
+        }
+        FaultKindSpec::Latency => {
+            let min = spec.min.ok_or_else(|| err(&field("min"), "missing: the smallest latency"))?;
+            let max = spec.max.ok_or_else(|| err(&field("max"), "missing: the largest latency"))?;
+            check(min <= max && !max.0.is_zero(), &field("max"), || {
+                format!("{max} must be above 0 and at least min ({min})")
+            })?;
+            Fault::Latency { min: min.0, max: max.0 }
+        }
+        FaultKindSpec::DropReplies => {
+            let target = target(true)?.expect("required");
+            check(
+                !matches!(&target, Target::Node(n) if servers.contains(n))
+                    && !matches!(target, Target::Leader | Target::Follower | Target::AnyServer),
+                &field("target"),
+                || "replies are dropped on their way to a client: the target must be a client".into(),
+            )?;
+            Fault::DropReplies { target, replies: spec.replies.unwrap_or(ReplyKind::Write) }
+        }
+        FaultKindSpec::LinkDelay => {
+            let from = spec.from.clone().ok_or_else(|| err(&field("from"), "missing: the sending node"))?;
+            let to = spec.to.clone().ok_or_else(|| err(&field("to"), "missing: the receiving node"))?;
+            for (name, value) in [("from", &from), ("to", &to)] {
+                check(nodes.contains(value), &field(name), || format!("unknown node {value:?} ({hint})"))?;
+            }
+            check(from != to, &field("to"), || "a link joins two different nodes".into())?;
+            let delay = spec.delay.ok_or_else(|| err(&field("delay"), "missing: how long messages are held"))?;
+            check(!delay.0.is_zero(), &field("delay"), || "must be above 0".into())?;
+            Fault::LinkDelay { from, to, delay: delay.0 }
+        }
+    };
+    Ok((fault, duration))
+}
+
+fn partition(
+    spec: &ScheduledFault,
+    shape: PartitionShape,
+    nodes: &[String],
+    clients: &[String],
+    hint: &str,
+    field: &dyn Fn(&str) -> String,
+    target: Option<Target>,
+) -> Result<Partition, ScenarioError> {
+    let targets: Result<Vec<Target>, ScenarioError> = spec
+        .targets
+        .iter()
+        .map(|t| Target::parse(t, nodes).ok_or_else(|| err(&field("targets"), &format!("unknown node {t:?} ({hint})"))))
+        .collect();
+    let targets = targets?;
+    let needs_no_target = |name: &str| {
+        check(target.is_none(), &field("target"), || format!("a {name} partition takes no target"))?;
+        check(targets.is_empty(), &field("targets"), || format!("a {name} partition takes no targets"))
+    };
+    Ok(match shape {
+        PartitionShape::Isolate => {
+            check(targets.is_empty(), &field("targets"), || "isolate takes one `target`".into())?;
+            Partition::Isolate(target.ok_or_else(|| err(&field("target"), "missing: the node to isolate"))?)
+        }
+        PartitionShape::MajorityMinority => {
+            needs_no_target("majority-minority")?;
+            Partition::MajorityMinority
+        }
+        PartitionShape::Ring => {
+            needs_no_target("ring")?;
+            Partition::Ring
+        }
+        PartitionShape::Bridge => {
+            needs_no_target("bridge")?;
+            Partition::Bridge
+        }
+        PartitionShape::Servers => {
+            needs_no_target("servers")?;
+            Partition::Servers
+        }
+        PartitionShape::OneWay => {
+            check(target.is_none(), &field("target"), || "one-way takes `targets = [from, to]`".into())?;
+            match targets.as_slice() {
+                [from, to] if from != to => Partition::OneWay { from: from.clone(), to: to.clone() },
+                _ => return Err(err(&field("targets"), "one-way takes two different nodes: [from, to]")),
+            }
+        }
+        PartitionShape::Clients => {
+            check(target.is_none(), &field("target"), || "a clients partition takes `targets` (default: all)".into())?;
+            if targets.is_empty() {
+                Partition::Clients(None)
+            } else {
+                let names: Vec<String> = spec.targets.clone();
+                check(names.iter().all(|n| clients.contains(n)), &field("targets"), || {
+                    "a clients partition takes client names".into()
+                })?;
+                Partition::Clients(Some(names))
+            }
+        }
+    })
+}
+
+fn validate_chaos(scenario: &Scenario, chaos: &Chaos) -> Result<(), ScenarioError> {
+    check(!chaos.kinds.is_empty(), "chaos.kinds", || "name at least one fault kind".into())?;
+    check(chaos.start < chaos.stop, "chaos.stop", || format!("{} must be after start ({})", chaos.stop, chaos.start))?;
+    check(chaos.stop <= scenario.duration, "chaos.stop", || {
+        format!("{} is after the end of the run ({})", chaos.stop, scenario.duration)
+    })?;
+    check(!chaos.gap.min.0.is_zero(), "chaos.gap", || "the smallest gap must be above 0".into())?;
+    check(!chaos.length.min.0.is_zero(), "chaos.length", || "the shortest fault must be above 0".into())?;
+    // Every drawn fault must be valid: check one of each kind against this scenario.
+    for kind in &chaos.kinds {
+        let spec = chaos_fault(scenario, *kind, chaos.start.0, chaos.length.min.0, &mut SmallRng::seed_from_u64(0));
+        typed(scenario, &spec, "chaos")
+            .map_err(|e| err("chaos.kinds", &format!("{}: {}", kind_name(*kind), e.message)))?;
+    }
+    Ok(())
+}
+
+/// The faults `[chaos]` draws for `seed`.
+fn draw(scenario: &Scenario, chaos: &Chaos, seed: u64) -> Vec<ScheduledFault> {
+    // Independent of the simulation's RNG: the plan must not depend on how the run interleaves.
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321);
+    let mut kinds = chaos.kinds.clone();
+    kinds.sort();
+    kinds.dedup();
+    if chaos.swarm && kinds.len() > 1 {
+        let enabled: Vec<FaultKindSpec> = kinds.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
+        kinds = if enabled.is_empty() { vec![kinds[rng.random_range(0..kinds.len())]] } else { enabled };
+    }
+    let mut faults = Vec::new();
+    let mut at = chaos.start.0;
+    loop {
+        at += between(&mut rng, chaos.gap);
+        if at >= chaos.stop.0 {
+            break;
+        }
+        let kind = kinds[rng.random_range(0..kinds.len())];
+        let length = between(&mut rng, chaos.length).min(chaos.stop.0 - at);
+        if length.is_zero() {
+            break;
+        }
+        faults.push(chaos_fault(scenario, kind, at, length, &mut rng));
+    }
+    faults
+}
+
+fn between(rng: &mut SmallRng, range: DurRange) -> Duration {
+    let (min, max) = (range.min.0.as_nanos() as u64, range.max.0.as_nanos() as u64);
+    Duration::from_nanos(if min == max { min } else { rng.random_range(min..=max) })
+}
+
+/// One drawn fault of `kind`, with parameters in the ranges that make each kind bite without
+/// stopping the run for good.
+fn chaos_fault(
+    scenario: &Scenario,
+    kind: FaultKindSpec,
+    at: Duration,
+    length: Duration,
+    rng: &mut SmallRng,
+) -> ScheduledFault {
+    use crate::scenario::Dur;
+    let pick = |rng: &mut SmallRng, options: &[&str]| options[rng.random_range(0..options.len())].to_string();
+    let servers = scenario.server_names();
+    let nodes: Vec<String> = servers.iter().chain(&scenario.client_names()).cloned().collect();
+    let any_node = |rng: &mut SmallRng| nodes[rng.random_range(0..nodes.len())].clone();
+    let mut spec = ScheduledFault { at: Dur(at), duration: Some(Dur(length)), kind, ..ScheduledFault::default() };
+    match kind {
+        FaultKindSpec::Pause | FaultKindSpec::Crash => {
+            spec.target = Some(pick(rng, &["leader", "follower", "server", "client"]));
+        }
+        FaultKindSpec::Partition => {
+            let shapes = [
+                PartitionShape::Isolate,
+                PartitionShape::MajorityMinority,
+                PartitionShape::Ring,
+                PartitionShape::Bridge,
+                PartitionShape::Clients,
+                PartitionShape::Servers,
+            ];
+            let shape = shapes[rng.random_range(0..shapes.len())];
+            spec.shape = Some(shape);
+            if shape == PartitionShape::Isolate {
+                spec.target = Some(pick(rng, &["leader", "follower", "client"]));
+            }
+        }
+        FaultKindSpec::ClockJump => {
+            spec.duration = None;
+            spec.target = Some(any_node(rng));
+            let ms = rng.random_range(100..=5_000i64) * if rng.random_bool(0.5) { 1 } else { -1 };
+            spec.by = Some(SignedDur { ns: ms * 1_000_000 });
+        }
+        FaultKindSpec::ClockRate => {
+            spec.target = Some(any_node(rng));
+            let rates = [0.5, 0.7, 0.9, 1.1, 1.5, 2.0];
+            spec.rate = Some(rates[rng.random_range(0..rates.len())]);
+        }
+        FaultKindSpec::ClockStrobe => {
+            spec.target = Some(any_node(rng));
+            spec.by = Some(SignedDur { ns: rng.random_range(100..=2_000i64) * 1_000_000 });
+            spec.period = Some(Dur(Duration::from_millis(rng.random_range(50..=1_000))));
+        }
+        FaultKindSpec::PacketLoss => spec.rate = Some([0.05, 0.1, 0.2, 0.4][rng.random_range(0..4)]),
+        FaultKindSpec::Latency => {
+            let max = rng.random_range(20..=500u64);
+            spec.min = Some(Dur(Duration::from_millis(max / 4)));
+            spec.max = Some(Dur(Duration::from_millis(max)));
+        }
+        FaultKindSpec::DropReplies => {
+            spec.target = Some("client".to_string());
+            spec.replies = Some([ReplyKind::Write, ReplyKind::KeepAlive, ReplyKind::All][rng.random_range(0..3)]);
+        }
+        FaultKindSpec::LinkDelay => {
+            let from = any_node(rng);
+            let others: Vec<&String> = servers.iter().filter(|s| **s != from).collect();
+            let to = if others.is_empty() {
+                nodes.iter().find(|n| **n != from).cloned()
+            } else {
+                Some(others[rng.random_range(0..others.len())].clone())
+            };
+            spec.from = Some(from);
+            spec.to = to;
+            spec.delay = Some(Dur(Duration::from_millis(rng.random_range(50..=2_000))));
+        }
+    }
+    spec
+}
+
+pub fn kind_name(kind: FaultKindSpec) -> &'static str {
+    match kind {
+        FaultKindSpec::Pause => "pause",
+        FaultKindSpec::Crash => "crash",
+        FaultKindSpec::Partition => "partition",
+        FaultKindSpec::ClockJump => "clock-jump",
+        FaultKindSpec::ClockRate => "clock-rate",
+        FaultKindSpec::ClockStrobe => "clock-strobe",
+        FaultKindSpec::PacketLoss => "packet-loss",
+        FaultKindSpec::Latency => "latency",
+        FaultKindSpec::DropReplies => "drop-replies",
+        FaultKindSpec::LinkDelay => "link-delay",
+    }
+}
+
+fn err(field: &str, message: &str) -> ScenarioError {
+    ScenarioError { field: field.to_string(), message: message.to_string() }
+}
