@@ -3,23 +3,18 @@
 
 /// (name, TOML text) of every library scenario, in listing order.
 pub const LIBRARY: &[(&str, &str)] = &[
-    (
-        "split-brain-gc-pause",
-        include_str!("../library/split-brain-gc-pause.toml"),
-    ),
-    (
-        "split-brain-gc-pause-fenced",
-        include_str!("../library/split-brain-gc-pause-fenced.toml"),
-    ),
+    ("split-brain-gc-pause", include_str!("../library/split-brain-gc-pause.toml")),
+    ("split-brain-gc-pause-fenced", include_str!("../library/split-brain-gc-pause-fenced.toml")),
+    ("slow-client-clock", include_str!("../library/slow-client-clock.toml")),
+    ("slow-client-clock-safe-margin", include_str!("../library/slow-client-clock-safe-margin.toml")),
+    ("late-client-deadline", include_str!("../library/late-client-deadline.toml")),
+    ("late-client-deadline-fixed", include_str!("../library/late-client-deadline-fixed.toml")),
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 
 /// The TOML text of the library scenario `name`.
 pub fn get(name: &str) -> Option<&'static str> {
-    LIBRARY
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, text)| *text)
+    LIBRARY.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
 }
 
 /// Where a library scenario's file lives in the repository (for error messages and `list`).

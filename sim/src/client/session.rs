@@ -147,7 +147,8 @@ impl KeepAlive {
     /// (../shared/cases/06).
     async fn until_end(&mut self) -> SessionEnd {
         let clock = self.client.clock().clone();
-        let interval = Duration::from_millis((self.ttl_ms / 3).max(1));
+        // Three keepalives per TTL (etcd), or per client deadline when that is shorter.
+        let interval = Duration::from_millis((self.ttl_ms.min(self.deadline_ms) / 3).max(1));
         let mut next = clock.now().plus(interval);
         loop {
             let deadline = self.last_ack_sent.plus_ms(self.deadline_ms);
