@@ -1,59 +1,33 @@
 //! coordsim-reports: what a run leaves behind for people and for CI.
 //!
-//! Today: `summary.json` per seed (schema [`SUMMARY_SCHEMA`]). The HTML timeline, JUnit XML and
-//! Markdown summaries build on the same data.
+//! - [`summary`]: `summary.json` per seed (schema [`SUMMARY_SCHEMA`]).
+//! - [`sweep`]: `sweep.json` per invocation: seeds run, verdict counts, failures with replay
+//!   commands, detection rate per expected violation (schema [`SWEEP_SCHEMA`]).
+//! - [`junit`]: `junit.xml` per sweep, one testcase per scenario × seed.
+//! - [`markdown`]: `summary.md` per sweep, for CI job summaries.
+//! - [`timeline`] and [`html`]: `report.html` per run, one self-contained page with the timeline
+//!   in true time, the violations, a narrative and hover details.
+//!
+//! The schemas of the JSON files are documented in reports/SCHEMA.md. Every output is a pure
+//! function of its input: no clock, no random order, so the same run gives the same bytes.
 
-use coordsim_checker::verdict::{PropertyReport, Verdict};
-use serde::{Deserialize, Serialize};
+pub mod html;
+pub mod junit;
+pub mod markdown;
+pub mod summary;
+pub mod sweep;
+pub mod timeline;
+mod xml;
 
-/// Schema identifier of `summary.json`; bump on any incompatible change.
-pub const SUMMARY_SCHEMA: &str = "coordsim-summary/1";
+pub use summary::{Outcome, RunSummary, SUMMARY_SCHEMA};
+pub use sweep::{SWEEP_SCHEMA, SweepBuilder, SweepSummary};
+pub use timeline::from_history::RunInput;
 
-/// One property's verdict next to what the scenario expected.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Outcome {
-    #[serde(flatten)]
-    pub report: PropertyReport,
-    /// `pass` or `fail`, from the scenario's `[expect]` table (unlisted: `pass`).
-    pub expected: String,
-    pub as_expected: bool,
-}
+/// Largest report.html, in bytes, for a run of 10,000 operations (the test
+/// `large_history_report_stays_small_and_offline` holds the renderer to it).
+pub const REPORT_BYTES_MAX_10K_OPS: usize = 6 * 1024 * 1024;
 
-/// `summary.json`: the verdicts of one seed of one scenario.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunSummary {
-    pub schema: String,
-    pub scenario: String,
-    pub seed: u64,
-    /// Simulated time the run covered, in ns.
-    pub duration_ns: u64,
-    /// Number of history entries.
-    pub entries: usize,
-    pub outcomes: Vec<Outcome>,
-    /// True when every verdict matches its expectation.
-    pub as_expected: bool,
-    /// The command that replays exactly this run.
-    pub replay: String,
-}
-
-impl RunSummary {
-    /// Properties whose verdict differs from the expectation.
-    pub fn mismatches(&self) -> impl Iterator<Item = &Outcome> {
-        self.outcomes.iter().filter(|outcome| !outcome.as_expected)
-    }
-
-    /// The verdict of `property`, if it was checked.
-    pub fn verdict(&self, property: &str) -> Option<Verdict> {
-        self.outcomes
-            .iter()
-            .find(|o| o.report.property == property)
-            .map(|o| o.report.verdict)
-    }
-
-    /// Pretty JSON with a trailing newline.
-    pub fn to_json(&self) -> String {
-        let mut text = serde_json::to_string_pretty(self).expect("a summary always serializes");
-        text.push('\n');
-        text
-    }
+/// The report.html of one run.
+pub fn run_report_html(input: &RunInput<'_>) -> String {
+    html::render(&timeline::from_history::build(input))
 }

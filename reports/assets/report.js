@@ -1,0 +1,273 @@
+// coordsim report: zoom, pan, hover details, local vs true time. Written for this page; no library.
+(function () {
+  "use strict";
+  var svg = document.getElementById("tl");
+  if (!svg) return;
+  var NS = svg.namespaceURI;
+  var data = JSON.parse(document.getElementById("data").textContent);
+  var PW = +svg.getAttribute("data-pw");
+  var LX = +svg.getAttribute("data-lx");
+  var END = +svg.getAttribute("data-end");
+  var STEPS = svg.getAttribute("data-axis") === "steps";
+  var H = svg.viewBox.baseVal.height;
+  var zs = document.getElementById("zs");
+  var zp = document.getElementById("zp");
+  var axisG = document.getElementById("axis");
+  var cursor = document.getElementById("cursor");
+  var readout = document.getElementById("readout");
+  var tip = document.getElementById("tip");
+  var CHAR = 4.6;
+  // Deepest zoom: 10 us across the plot (or 2 steps).
+  var KMAX = STEPS ? Math.max(1, END / 2) : Math.max(1, END / 1e4);
+  var k = 1, tx = 0;
+  var each = function (list, f) { Array.prototype.forEach.call(list, f); };
+
+  // Things drawn at an instant move with the zoom but keep their size: marks and labels, placed
+  // by their x. Span labels (`.sl`, with the span's width in data-w) show when the span is wide
+  // enough; mark labels (`.ml`) show where they do not run into their neighbour on the same row.
+  var pts = [], spanLabels = [], rows = {};
+  function label(x, y, text, w, cls) {
+    var l = { x: x, y: y, w: w, text: text, len: text.length * CHAR + 4, el: null, cls: cls };
+    if (w === null) (rows[y] = rows[y] || []).push(l); else spanLabels.push(l);
+    return l;
+  }
+  each(svg.querySelectorAll(".pt"), function (el) {
+    var x = +el.getAttribute("x"), y = +el.getAttribute("y");
+    if (el.classList.contains("sl")) { label(x, y, el.textContent, +el.getAttribute("data-w"), null).el = el; return; }
+    if (el.classList.contains("ml")) { label(x, y, el.textContent, null, null).el = el; return; }
+    pts.push({ el: el, x: x });
+    var lazy = el.getAttribute("data-l");
+    if (lazy !== null) label(x, y - 7, lazy, null, el.classList.contains("stale") || el.classList.contains("rejected") ? "pt ml bad" : "pt ml");
+  });
+  // Spans whose label had no room at zoom 1.
+  each(zs.querySelectorAll("rect[data-l]"), function (el) {
+    var y = +el.getAttribute("y") + +el.getAttribute("height") - 2;
+    label(+el.getAttribute("x"), y, el.getAttribute("data-l"), +el.getAttribute("width"), "pt sl");
+  });
+  Object.keys(rows).forEach(function (y) { rows[y].sort(function (a, b) { return a.x - b.x; }); });
+
+  // Detail index -> the elements that stand for it.
+  var byRef = {};
+  each(svg.querySelectorAll("[data-e]"), function (el) {
+    el.getAttribute("data-e").split(" ").forEach(function (r) {
+      if (r !== "") (byRef[r] = byRef[r] || []).push(el);
+    });
+  });
+
+  function toT(x) { return (x - tx) / k / PW * END; }
+  function toX(t) { return t / END * PW * k + tx; }
+  function clamp() { tx = Math.min(0, Math.max(PW - PW * k, tx)); }
+
+  function niceStep(range) {
+    var raw = Math.max(range / 10, 1);
+    var s = Math.pow(10, Math.floor(Math.log10(raw)));
+    var f = [1, 2, 5, 10];
+    for (var i = 0; i < f.length; i++) { if (s * f[i] >= raw) { s *= f[i]; break; } }
+    return STEPS ? Math.max(1, Math.round(s)) : s;
+  }
+  function tickLabel(t, step) {
+    if (STEPS) return String(Math.round(t));
+    var d = step >= 1e9 ? 0 : Math.min(9, Math.max(0, 9 - Math.floor(Math.log10(step))));
+    return (t / 1e9).toFixed(d) + " s";
+  }
+  function drawAxis() {
+    var t0 = Math.max(0, toT(0)), t1 = Math.min(END, toT(PW));
+    var step = niceStep(t1 - t0);
+    var first = Math.ceil(t0 / step);
+    var out = "";
+    for (var i = first; i * step <= t1 + 1e-9 && i - first < 40; i++) {
+      var x = toX(i * step).toFixed(1);
+      out += '<line class="grid" x1="' + x + '" x2="' + x + '" y1="18" y2="' + H + '"/>' +
+        '<text class="tk" x="' + x + '" dx="3" y="14">' + tickLabel(i * step, step) + "</text>";
+    }
+    axisG.innerHTML = out;
+  }
+
+  function place(l, x, show) {
+    if (!show) { if (l.el) l.el.classList.add("hid"); return; }
+    if (!l.el) {
+      l.el = document.createElementNS(NS, "text");
+      l.el.setAttribute("class", l.cls);
+      if (l.w !== null) l.el.setAttribute("dx", "2");
+      l.el.setAttribute("y", l.y);
+      l.el.textContent = l.text;
+      zp.appendChild(l.el);
+    }
+    l.el.classList.remove("hid");
+    l.el.setAttribute("x", x.toFixed(1));
+  }
+  function onScreen(x, right) { return right >= -60 && x <= PW + 60; }
+
+  function apply() {
+    zs.setAttribute("transform", "translate(" + tx.toFixed(3) + ",0) scale(" + k + ",1)");
+    for (var i = 0; i < pts.length; i++) {
+      var p = pts[i], x = p.x * k + tx, on = onScreen(x, x);
+      p.el.classList.toggle("off", !on);
+      if (on) p.el.setAttribute("x", x.toFixed(1));
+    }
+    // A span label sticks to the left edge of the plot while its span runs past it.
+    spanLabels.forEach(function (l) {
+      var x = Math.max(l.x * k + tx, 0), right = Math.min(l.x * k + tx + l.w * k, PW);
+      place(l, x, right - x >= l.len);
+    });
+    Object.keys(rows).forEach(function (y) {
+      var last = -Infinity;
+      rows[y].forEach(function (l) {
+        var x = l.x * k + tx;
+        var show = onScreen(x, x) && x - l.len / 2 - 2 >= last;
+        if (show) last = x + l.len / 2;
+        place(l, x, show);
+      });
+    });
+    drawAxis();
+  }
+  var pending = false;
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    window.requestAnimationFrame(function () { pending = false; apply(); });
+  }
+  function zoomAt(factor, px) {
+    var nk = Math.min(KMAX, Math.max(1, k * factor));
+    tx = px - (px - tx) / k * nk;
+    k = nk;
+    clamp();
+    schedule();
+  }
+  function zoomTo(t) {
+    var span = STEPS ? 8 : Math.max(END / 20, 1e6);
+    k = Math.min(KMAX, Math.max(1, END / span));
+    tx = PW / 2 - t / END * PW * k;
+    clamp();
+    schedule();
+    svg.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  }
+  function plotPoint(e) {
+    var pt = svg.createSVGPoint();
+    pt.x = e.clientX; pt.y = e.clientY;
+    var p = pt.matrixTransform(svg.getScreenCTM().inverse());
+    return { x: p.x - LX, y: p.y };
+  }
+
+  // Ctrl/Cmd + wheel (and a trackpad pinch) zooms; a sideways wheel pans; a plain wheel scrolls the page.
+  svg.addEventListener("wheel", function (e) {
+    if (e.ctrlKey || e.metaKey) {
+      e.preventDefault();
+      zoomAt(e.deltaY < 0 ? 1.25 : 0.8, plotPoint(e).x);
+    } else if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      e.preventDefault();
+      tx -= e.deltaX;
+      clamp();
+      schedule();
+    }
+  }, { passive: false });
+  svg.addEventListener("dblclick", function (e) { zoomAt(e.shiftKey ? 0.5 : 2, plotPoint(e).x); });
+  var drag = null;
+  svg.addEventListener("mousedown", function (e) { drag = { x: plotPoint(e).x, tx: tx }; e.preventDefault(); });
+  window.addEventListener("mouseup", function () { drag = null; });
+  each(document.querySelectorAll("[data-z]"), function (b) {
+    b.addEventListener("click", function () {
+      var z = b.getAttribute("data-z");
+      if (z === "fit") { k = 1; tx = 0; schedule(); }
+      else zoomAt(z === "in" ? 2 : 0.5, PW / 2);
+    });
+  });
+
+  // Details: [time_ns, node index, type, other fields].
+  function detail(r) {
+    var d = data.details[r];
+    if (!d) return null;
+    return { time: d[0], node: d[1] === null ? null : data.nodes[d[1]], type: d[2], rest: d[3] };
+  }
+  function fmtTime(t) { return STEPS ? "step " + t : (t / 1e9).toFixed(9) + " s"; }
+  function localAt(node, t) {
+    var segs = data.clocks[node];
+    if (!segs) return null;
+    var s = null;
+    for (var i = 0; i < segs.length; i++) if (segs[i][0] <= t) s = segs[i];
+    return s ? s[1] + (t - s[0]) * s[2] / 1e6 : null;
+  }
+  function flat(v) {
+    if (v === null || typeof v !== "object") return String(v);
+    if (Array.isArray(v)) return "[" + v.map(flat).join(",") + "]";
+    var parts = [];
+    if (typeof v.f === "string") parts.push(v.f);
+    Object.keys(v).forEach(function (key) { if (key !== "f") parts.push(key + "=" + flat(v[key])); });
+    return parts.join(" ");
+  }
+  function describe(r) {
+    var d = detail(r);
+    if (!d) return "";
+    var lines = ["#" + r + " " + (d.type || "") + (d.node ? "  " + d.node : "")];
+    if (d.time !== null) {
+      lines.push("  true time  " + fmtTime(d.time));
+      var local = d.node ? localAt(d.node, d.time) : null;
+      if (local !== null) lines.push("  local time " + (local / 1e9).toFixed(9) + " s (" + d.node + "'s clock)");
+    }
+    Object.keys(d.rest).forEach(function (key) { lines.push("  " + key + ": " + flat(d.rest[key])); });
+    return lines.join("\n");
+  }
+  function tipText(refs) {
+    var text = refs.map(describe).join("\n");
+    var times = refs.map(function (r) { var d = detail(r); return d && d.time; })
+      .filter(function (t) { return typeof t === "number"; });
+    if (!STEPS && times.length >= 2) text += "\n  lasted " + ((times[times.length - 1] - times[0]) / 1e6).toFixed(3) + " ms";
+    return text;
+  }
+  function showTip(e, text) {
+    tip.textContent = text;
+    tip.hidden = false;
+    var x = e.clientX + 14, y = e.clientY + 14;
+    var w = tip.offsetWidth, h = tip.offsetHeight;
+    if (x + w > window.innerWidth - 8) x = Math.max(8, e.clientX - w - 14);
+    if (y + h > window.innerHeight - 8) y = Math.max(8, e.clientY - h - 14);
+    tip.style.left = x + "px";
+    tip.style.top = y + "px";
+  }
+
+  svg.addEventListener("mousemove", function (e) {
+    var p = plotPoint(e);
+    if (drag) { tx = drag.tx + (p.x - drag.x); clamp(); schedule(); }
+    var t = toT(p.x);
+    if (p.x < 0 || t < 0 || t > END) {
+      cursor.setAttribute("x1", -10); cursor.setAttribute("x2", -10); readout.textContent = "";
+    } else {
+      cursor.setAttribute("x1", p.x.toFixed(1));
+      cursor.setAttribute("x2", p.x.toFixed(1));
+      var parts = [STEPS ? "step " + t.toFixed(1) : "true time " + (t / 1e9).toFixed(3) + " s"];
+      Object.keys(data.clocks).forEach(function (node) {
+        var l = localAt(node, t);
+        if (l !== null) parts.push(node + " local " + (l / 1e9).toFixed(3) + " s");
+      });
+      readout.textContent = parts.join(" · ");
+    }
+    var target = e.target.closest ? e.target.closest("[data-e]") : null;
+    if (target && svg.contains(target)) showTip(e, tipText(target.getAttribute("data-e").split(" ")));
+    else tip.hidden = true;
+  });
+  svg.addEventListener("mouseleave", function () { tip.hidden = true; readout.textContent = ""; });
+
+  // A link to report.html#t=12.003 (seconds, or a step number) opens zoomed in on that time.
+  var wanted = /(?:^#|&)t=([0-9.]+)/.exec(window.location.hash);
+  if (wanted) zoomTo(STEPS ? +wanted[1] : +wanted[1] * 1e9);
+
+  // The narrative and the violations point into the timeline.
+  var focused = [];
+  function focus(refs) {
+    focused.forEach(function (el) { el.classList.remove("focus"); });
+    focused = [];
+    refs.forEach(function (r) { (byRef[r] || []).forEach(function (el) { el.classList.add("focus"); focused.push(el); }); });
+  }
+  each(document.querySelectorAll("#narrative li, .violation, .entries li"), function (el) {
+    var refs = (el.getAttribute("data-e") || "").split(" ").filter(function (r) { return r !== ""; });
+    el.addEventListener("mouseenter", function () { focus(refs); });
+    el.addEventListener("mouseleave", function () { focus([]); });
+    el.addEventListener("click", function (e) {
+      e.stopPropagation();
+      var t = el.getAttribute("data-t");
+      if (t === null && refs.length) { var d = detail(refs[0]); if (d) t = d.time; }
+      if (t !== null && t !== undefined) zoomTo(+t);
+      focus(refs);
+    });
+  });
+})();

@@ -1,0 +1,344 @@
+//! `sweep.json`: what one `coordsim run` invocation found over all its scenarios and seeds
+//! (schema [`SWEEP_SCHEMA`], documented in reports/SCHEMA.md).
+//!
+//! A [`SweepBuilder`] takes the runs one at a time, in the order the CLI reports them (seed order
+//! per scenario), so the file is byte-identical for the same invocation: it holds no wall-clock
+//! time and no map with a random order. `junit.xml` and `summary.md` are rendered from a
+//! [`SweepSummary`] alone, so `coordsim report <out>` can re-render them from the file.
+
+use coordsim_checker::verdict::Verdict;
+use serde::{Deserialize, Serialize};
+
+use crate::summary::RunSummary;
+
+/// Schema identifier of `sweep.json`; bump on any incompatible change.
+pub const SWEEP_SCHEMA: &str = "coordsim-sweep/1";
+
+/// `sweep.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepSummary {
+    pub schema: String,
+    /// The command that reruns the whole sweep.
+    pub command: String,
+    pub scenarios: Vec<ScenarioSweep>,
+    pub totals: Totals,
+    /// True when every run of every scenario was as expected.
+    pub as_expected: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub runs: usize,
+    pub as_expected: usize,
+    /// Runs whose verdicts did not all match the expectation (crashes included).
+    pub not_as_expected: usize,
+    pub crashed: usize,
+}
+
+/// One scenario over its seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioSweep {
+    pub scenario: String,
+    /// The scenario file (a library path or the path the user gave).
+    pub source: String,
+    /// Folder holding `seed-<N>/` for each run.
+    pub output: String,
+    /// The seeds as the user gave them: `7` or `1..50`.
+    pub seeds: String,
+    pub totals: Totals,
+    /// Per property: verdict counts and, where the scenario expects a violation, how often the
+    /// checkers detected it.
+    pub properties: Vec<PropertyTally>,
+    /// Every run that was not as expected, in seed order.
+    pub failures: Vec<Failure>,
+    /// Every run, in seed order.
+    pub runs: Vec<RunLine>,
+}
+
+/// Verdict counts of one property over a scenario's completed runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PropertyTally {
+    pub property: String,
+    /// `pass` or `fail`, from the scenario.
+    pub expected: String,
+    pub pass: usize,
+    pub fail: usize,
+    pub unknown: usize,
+    /// Present when the scenario expects this property to fail: the violation is the point of
+    /// the scenario and the rate says how reliably coordsim catches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detection: Option<Detection>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Detection {
+    /// Completed runs in which the property failed.
+    pub detected: usize,
+    /// Completed runs (crashes excluded).
+    pub runs: usize,
+    /// `detected / runs`, rounded to 4 decimals (0 when no run completed).
+    pub rate: f64,
+    /// The first seed that showed the violation, with its replay command and report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<RunRef>,
+}
+
+/// A run to look at: its seed, how to replay it, and its report if one was written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRef {
+    pub seed: u64,
+    pub replay: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// Some verdict differs from the scenario's expectation.
+    Mismatch,
+    /// The simulation panicked: a broken invariant in coordsim or the simulator.
+    Crash,
+}
+
+/// A run that was not as expected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub seed: u64,
+    pub kind: FailureKind,
+    /// The properties whose verdict differed (empty for a crash).
+    pub properties: Vec<PropertyMismatch>,
+    /// One line: what went wrong.
+    pub message: String,
+    pub replay: String,
+    /// The run's report.html, if one was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PropertyMismatch {
+    pub property: String,
+    pub expected: String,
+    pub verdict: Verdict,
+    /// The checker's one-line summary.
+    pub summary: String,
+    /// The first finding's message, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finding: Option<String>,
+}
+
+/// One run in a line: its seed, whether it was as expected, and the properties that failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunLine {
+    pub seed: u64,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    AsExpected,
+    Mismatch,
+    Crash,
+}
+
+/// What the CLI knows about one finished seed.
+#[derive(Clone, Debug)]
+pub enum RunRecord<'a> {
+    Done {
+        summary: &'a RunSummary,
+        /// The report.html written for this run, if any.
+        report: Option<String>,
+    },
+    Crashed {
+        seed: u64,
+        message: &'a str,
+        replay: &'a str,
+    },
+}
+
+/// Collects runs into a [`SweepSummary`].
+#[derive(Clone, Debug)]
+pub struct SweepBuilder {
+    command: String,
+    scenarios: Vec<ScenarioSweep>,
+}
+
+impl SweepBuilder {
+    pub fn new(command: impl Into<String>) -> Self {
+        SweepBuilder { command: command.into(), scenarios: Vec::new() }
+    }
+
+    /// Starts a scenario; the runs added next belong to it.
+    pub fn begin_scenario(&mut self, scenario: &str, source: &str, output: &str, seeds: &str) {
+        self.scenarios.push(ScenarioSweep {
+            scenario: scenario.to_string(),
+            source: source.to_string(),
+            output: output.to_string(),
+            seeds: seeds.to_string(),
+            totals: Totals::default(),
+            properties: Vec::new(),
+            failures: Vec::new(),
+            runs: Vec::new(),
+        });
+    }
+
+    /// Adds one run to the current scenario.
+    ///
+    /// # Panics
+    /// If no scenario was begun: a caller bug.
+    pub fn add(&mut self, record: RunRecord<'_>) {
+        let sweep = self.scenarios.last_mut().expect("begin_scenario comes before add");
+        sweep.totals.runs += 1;
+        match record {
+            RunRecord::Done { summary, report } => add_done(sweep, summary, report),
+            RunRecord::Crashed { seed, message, replay } => {
+                sweep.totals.crashed += 1;
+                sweep.totals.not_as_expected += 1;
+                sweep.failures.push(Failure {
+                    seed,
+                    kind: FailureKind::Crash,
+                    properties: Vec::new(),
+                    message: format!("crashed: {message}"),
+                    replay: replay.to_string(),
+                    report: None,
+                });
+                sweep.runs.push(RunLine { seed, status: RunStatus::Crash, failed: Vec::new() });
+            }
+        }
+    }
+
+    pub fn finish(self) -> SweepSummary {
+        let mut totals = Totals::default();
+        for sweep in &self.scenarios {
+            totals.runs += sweep.totals.runs;
+            totals.as_expected += sweep.totals.as_expected;
+            totals.not_as_expected += sweep.totals.not_as_expected;
+            totals.crashed += sweep.totals.crashed;
+        }
+        SweepSummary {
+            schema: SWEEP_SCHEMA.to_string(),
+            command: self.command,
+            as_expected: totals.not_as_expected == 0,
+            totals,
+            scenarios: self.scenarios,
+        }
+    }
+}
+
+fn add_done(sweep: &mut ScenarioSweep, summary: &RunSummary, report: Option<String>) {
+    let completed = sweep.totals.runs - sweep.totals.crashed;
+    for outcome in &summary.outcomes {
+        let index = match sweep.properties.iter().position(|p| p.property == outcome.report.property) {
+            Some(index) => index,
+            None => {
+                sweep.properties.push(PropertyTally {
+                    property: outcome.report.property.clone(),
+                    expected: outcome.expected.clone(),
+                    pass: 0,
+                    fail: 0,
+                    unknown: 0,
+                    detection: None,
+                });
+                sweep.properties.len() - 1
+            }
+        };
+        let tally = &mut sweep.properties[index];
+        match outcome.report.verdict {
+            Verdict::Pass => tally.pass += 1,
+            Verdict::Fail => tally.fail += 1,
+            Verdict::Unknown => tally.unknown += 1,
+        }
+        if tally.expected == "fail" {
+            let detection = tally.detection.get_or_insert(Detection { detected: 0, runs: 0, rate: 0.0, first: None });
+            detection.runs = completed;
+            if outcome.report.verdict == Verdict::Fail {
+                detection.detected += 1;
+                detection.first.get_or_insert_with(|| RunRef {
+                    seed: summary.seed,
+                    replay: summary.replay.clone(),
+                    report: report.clone(),
+                });
+            }
+            detection.rate = rate(detection.detected, detection.runs);
+        }
+    }
+    // A property that a run did not check still counts its runs in the detection rate.
+    for tally in &mut sweep.properties {
+        if let Some(detection) = &mut tally.detection {
+            detection.runs = completed;
+            detection.rate = rate(detection.detected, detection.runs);
+        }
+    }
+    let failed: Vec<String> = summary
+        .outcomes
+        .iter()
+        .filter(|o| o.report.verdict == Verdict::Fail)
+        .map(|o| o.report.property.clone())
+        .collect();
+    if summary.as_expected {
+        sweep.totals.as_expected += 1;
+    } else {
+        sweep.totals.not_as_expected += 1;
+        sweep.failures.push(mismatch(summary, report));
+    }
+    sweep.runs.push(RunLine {
+        seed: summary.seed,
+        status: if summary.as_expected { RunStatus::AsExpected } else { RunStatus::Mismatch },
+        failed,
+    });
+}
+
+fn mismatch(summary: &RunSummary, report: Option<String>) -> Failure {
+    let properties: Vec<PropertyMismatch> = summary
+        .mismatches()
+        .map(|o| PropertyMismatch {
+            property: o.report.property.clone(),
+            expected: o.expected.clone(),
+            verdict: o.report.verdict,
+            summary: o.report.summary.clone(),
+            finding: o.report.findings.first().map(|f| f.message.clone()),
+        })
+        .collect();
+    let message = properties
+        .iter()
+        .map(|p| format!("{}: expected {}, got {}", p.property, p.expected, p.verdict))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Failure {
+        seed: summary.seed,
+        kind: FailureKind::Mismatch,
+        properties,
+        message,
+        replay: summary.replay.clone(),
+        report,
+    }
+}
+
+fn rate(detected: usize, runs: usize) -> f64 {
+    if runs == 0 {
+        return 0.0;
+    }
+    (detected as f64 / runs as f64 * 10_000.0).round() / 10_000.0
+}
+
+impl SweepSummary {
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).expect("a sweep always serializes");
+        text.push('\n');
+        text
+    }
+
+    /// Parses a `sweep.json` and checks its schema.
+    pub fn from_json(text: &str) -> Result<SweepSummary, String> {
+        let sweep: SweepSummary = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if sweep.schema != SWEEP_SCHEMA {
+            return Err(format!("field `schema`: expected {SWEEP_SCHEMA:?}, found {:?}", sweep.schema));
+        }
+        Ok(sweep)
+    }
+}
