@@ -225,15 +225,94 @@ impl History {
 
     /// Parses a history from JSON and checks its schema.
     pub fn from_json(text: &str) -> Result<History, HistoryError> {
+        // A summary.json handed over by mistake deserves a plain answer, not a type error.
+        if let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(text)
+            && let Some(serde_json::Value::String(schema)) = fields.get("schema")
+            && schema != SCHEMA
+        {
+            return Err(HistoryError::Schema { found: schema.clone() });
+        }
         let history: History = serde_json::from_str(text).map_err(|e| HistoryError::Json {
             line: e.line(),
             column: e.column(),
-            message: e.to_string(),
+            // serde_json repeats the position at the end of its message; it is in the prefix.
+            message: e.to_string().split(" at line ").next().unwrap_or_default().to_string(),
         })?;
         if history.schema != SCHEMA {
             return Err(HistoryError::Schema { found: history.schema });
         }
+        history.validate()?;
         Ok(history)
+    }
+
+    /// Checks what the types cannot: time order, known nodes, operations completed once after
+    /// their invocation by the same node, beliefs ended after they started. A history that
+    /// breaks these was not recorded by a correct runner, and no verdict on it means anything.
+    pub fn validate(&self) -> Result<(), HistoryError> {
+        let invalid = |entry: usize, field: &str, message: String| {
+            Err(HistoryError::Invalid { entry, field: field.to_string(), message })
+        };
+        let known = |name: &str| name == "nemesis" || self.nodes.iter().any(|n| n.name == name);
+        let mut last_ns = 0;
+        let mut open_ops: std::collections::BTreeMap<OpId, &str> = std::collections::BTreeMap::new();
+        let mut done_ops: std::collections::BTreeSet<OpId> = std::collections::BTreeSet::new();
+        let mut open_beliefs: std::collections::BTreeSet<(&str, &str, i64)> = std::collections::BTreeSet::new();
+        // Time and nodes first: a disordered history would otherwise surface as some later,
+        // more confusing complaint.
+        for (index, entry) in self.entries.iter().enumerate() {
+            if entry.time_ns < last_ns {
+                return invalid(index, "time_ns", format!("{} is before the previous entry's {last_ns}", entry.time_ns));
+            }
+            if entry.time_ns > self.duration_ns {
+                return invalid(index, "time_ns", format!("{} is after the end of the run ({})", entry.time_ns, self.duration_ns));
+            }
+            last_ns = entry.time_ns;
+            if !known(&entry.node) {
+                return invalid(index, "node", format!("{:?} is not in `nodes`", entry.node));
+            }
+        }
+        for (index, entry) in self.entries.iter().enumerate() {
+            match &entry.event {
+                Event::Invoke { op, .. } => {
+                    if open_ops.contains_key(op) || done_ops.contains(op) {
+                        return invalid(index, "op", format!("operation {op} is invoked twice"));
+                    }
+                    open_ops.insert(*op, &entry.node);
+                }
+                Event::Ok { op, .. } | Event::Fail { op, .. } | Event::Info { op, .. } => match open_ops.remove(op) {
+                    Some(node) if node == entry.node => {
+                        done_ops.insert(*op);
+                    }
+                    Some(node) => {
+                        return invalid(index, "node", format!("operation {op} was invoked by {node}, completed by {}", entry.node));
+                    }
+                    None => return invalid(index, "op", format!("operation {op} completes without an open invocation")),
+                },
+                Event::Belief { lock, token, phase, .. } => {
+                    let key = (lock.as_str(), entry.node.as_str(), *token);
+                    match phase {
+                        Phase::Start => {
+                            open_beliefs.insert(key);
+                        }
+                        Phase::End => {
+                            if !open_beliefs.remove(&key) {
+                                return invalid(index, "phase", format!("a belief in {lock} (token {token}) ends without starting"));
+                            }
+                        }
+                    }
+                }
+                Event::Resource { client, token, .. } => {
+                    if !known(client) {
+                        return invalid(index, "client", format!("{client:?} is not in `nodes`"));
+                    }
+                    if *token < 0 {
+                        return invalid(index, "token", format!("{token} is negative: tokens are revisions"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// Pretty JSON with a trailing newline; deterministic (no maps with random order inside).
@@ -253,6 +332,8 @@ impl History {
 pub enum HistoryError {
     #[error("line {line}, column {column}: {message}")]
     Json { line: usize, column: usize, message: String },
-    #[error("field `schema`: expected {SCHEMA:?}, found {found:?}")]
+    #[error("field `schema`: expected {SCHEMA:?}, found {found:?}{}", if found.starts_with("coordsim-summary") { " (this is a run summary; check the history.json next to it)" } else { "" })]
     Schema { found: String },
+    #[error("entries[{entry}].{field}: {message}")]
+    Invalid { entry: usize, field: String, message: String },
 }

@@ -1,7 +1,7 @@
 //! The safety checkers on small hand-written histories with written-down verdicts
 //! (../shared/cases/01 is the model: a stale holder's write after a newer holder's).
 
-use coordsim_checker::history::{Call, Entry, Event, History, Phase, Return};
+use coordsim_checker::history::{Call, Entry, Event, History, NodeInfo, NodeRole, Phase, Return};
 use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::Verdict;
 
@@ -15,6 +15,13 @@ impl Builder {
     fn new() -> Self {
         let mut history = History::new("test", 1);
         history.duration_ns = 30_000_000_000;
+        history.nodes = ["c1", "c2", "c9", "resource"]
+            .iter()
+            .map(|name| NodeInfo {
+                name: name.to_string(),
+                role: if *name == "resource" { NodeRole::Resource } else { NodeRole::Client },
+            })
+            .collect();
         Builder { history, next_op: 1 }
     }
 
@@ -141,4 +148,36 @@ fn history_with_wrong_schema_or_bad_json_is_an_error_not_a_panic() {
     assert!(History::from_json(&text).unwrap_err().to_string().contains("schema"));
     let error = History::from_json("{\"schema\": ").unwrap_err().to_string();
     assert!(error.starts_with("line 1"), "{error}");
+}
+
+#[test]
+fn impossible_histories_are_rejected_with_the_entry_and_field() {
+    let good = case_01(true).history;
+    let check = |mutate: &dyn Fn(&mut History), needle: &str| {
+        let mut history = good.clone();
+        mutate(&mut history);
+        let error = History::from_json(&history.to_json()).unwrap_err().to_string();
+        assert!(error.contains(needle), "{needle:?} missing from {error:?}");
+    };
+    check(&|h| h.entries.reverse(), "time_ns");
+    check(&|h| h.entries[0].time_ns = h.duration_ns + 1, "after the end of the run");
+    check(&|h| h.entries[0].node = "c77".into(), "\"c77\" is not in `nodes`");
+    check(
+        &|h| {
+            for entry in &mut h.entries {
+                if let Event::Resource { token, .. } = &mut entry.event {
+                    *token = -5;
+                }
+            }
+        },
+        "negative",
+    );
+    check(&|h| h.entries.retain(|e| !matches!(e.event, Event::Belief { phase: Phase::Start, .. })), "ends without starting");
+    check(&|h| h.entries.retain(|e| !matches!(e.event, Event::Invoke { .. })), "without an open invocation");
+}
+
+#[test]
+fn a_summary_is_not_mistaken_for_a_history() {
+    let error = History::from_json("{\"schema\": \"coordsim-summary/1\", \"seed\": 3}").unwrap_err().to_string();
+    assert!(error.contains("run summary"), "{error}");
 }
