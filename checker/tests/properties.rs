@@ -1,5 +1,5 @@
 //! The safety checkers on small hand-written histories with written-down verdicts
-//! (../shared/cases/01 is the model: a stale holder's write after a newer holder's).
+//! (docs/cases/01 is the model: a stale holder's write after a newer holder's).
 
 use coordsim_checker::history::{Call, Entry, Event, History, NodeInfo, NodeRole, Phase, Return};
 use coordsim_checker::properties::Property;

@@ -15,7 +15,7 @@ fn run(name: &str, seed: u64) -> (History, coordsim_reports::RunSummary) {
     }
 }
 
-/// ../shared/cases/01, unfenced: the stale holder's write is accepted after the new holder's.
+/// docs/cases/01, unfenced: the stale holder's write is accepted after the new holder's.
 #[test]
 fn unfenced_gc_pause_violates_mutual_exclusion_and_fencing() {
     for seed in 1..=4 {
@@ -43,7 +43,7 @@ fn unfenced_gc_pause_violates_mutual_exclusion_and_fencing() {
     }
 }
 
-/// ../shared/cases/01, fenced: the same pause, the stale write is rejected.
+/// docs/cases/01, fenced: the same pause, the stale write is rejected.
 #[test]
 fn fenced_gc_pause_rejects_the_stale_write() {
     for seed in 1..=4 {

@@ -6,7 +6,7 @@
 //! leases through the log. This follows etcd's lessor (server/lease/lessor.go: Promote, Demote,
 //! Renew, expiry loop). On promotion every lease restarts at its full TTL, as in etcd 3.4: a new
 //! leader cannot know how much of a lease its predecessor had seen used (the cost, leases that
-//! outlive a churn of leaders, is ../shared/cases/04).
+//! outlive a churn of leaders, is docs/cases/04).
 
 use std::collections::{BTreeMap, BTreeSet};
 

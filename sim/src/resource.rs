@@ -2,7 +2,7 @@
 //!
 //! `fenced` remembers the highest token it accepted and rejects any lower one, so a stale
 //! holder's late write becomes a harmless rejection; `unfenced` accepts everything, as a plain
-//! database or file would (../shared/cases/01).
+//! database or file would (docs/cases/01).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

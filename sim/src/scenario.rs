@@ -76,7 +76,7 @@ pub struct LockSpec {
     pub ttl: Dur,
     /// A client-side lease deadline: how long after sending its last acknowledged keepalive a
     /// client keeps acting as holder without a newer acknowledgement, by its own clock. Safe
-    /// only with a margin below the TTL that covers clock-rate skew (../shared/cases/06, 09).
+    /// only with a margin below the TTL that covers clock-rate skew (docs/cases/06, 09).
     /// Unset: the client acts until its session learns that the lease is gone (etcd clientv3).
     #[serde(default)]
     pub client_deadline: Option<Dur>,

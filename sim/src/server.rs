@@ -208,7 +208,7 @@ impl Server {
     }
 
     /// etcd LeaseKeepAlive: only a leader that can still reach a quorum may extend a lease, or a
-    /// deposed leader would acknowledge renewals the cluster never made (../shared/cases/03).
+    /// deposed leader would acknowledge renewals the cluster never made (docs/cases/03).
     async fn keep_alive(&self, lease: LeaseId) -> ClientReply {
         if let Err(reply) = self.read_index().await {
             return reply;

@@ -1,5 +1,5 @@
 //! Lease safety: a lease is never expired while its owner renewed it within its TTL, measured
-//! in true time (../shared/cases/03, 04, 09).
+//! in true time (docs/cases/03, 04, 09).
 //!
 //! The server extends a lease at some moment between the send of a keepalive and the receipt
 //! of its acknowledgement, so after an acknowledged keepalive sent at `t` the lease must live at

@@ -1,6 +1,6 @@
 //! Mutual exclusion at the protected resource.
 //!
-//! A lock is only worth what the resource sees: the rule (../shared/cases/01) is that once a write
+//! A lock is only worth what the resource sees: the rule (docs/cases/01) is that once a write
 //! from a newer grant has been accepted, no write from an older grant may be accepted. "Older"
 //! is by the time the grant was observed (true time of the lock operation's `ok`), so the rule
 //! holds the lock service to its promise rather than to its own tokens.

@@ -1,7 +1,7 @@
 //! Single holder: at every instant of true time at most one client believes it holds a given
 //! lock — "at most one acting leader". Leases alone cannot promise this under process pauses
-//! (../shared/cases/01); they can under clock skew only with a margin between the client's local
-//! deadline and the server's expiry that covers the worst rate skew (../shared/cases/06, 09).
+//! (docs/cases/01); they can under clock skew only with a margin between the client's local
+//! deadline and the server's expiry that covers the worst rate skew (docs/cases/06, 09).
 
 use crate::history::History;
 use crate::properties::beliefs::{beliefs, overlaps};

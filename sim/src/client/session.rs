@@ -144,7 +144,7 @@ impl KeepAlive {
     /// Keeps the lease alive every TTL/3 until the cluster says it is gone or the client's own
     /// deadline passes. A watched deadline is checked continuously, not only between
     /// keepalives, so the client stops acting at the moment its clock says so
-    /// (../shared/cases/06).
+    /// (docs/cases/06).
     async fn until_end(&mut self) -> SessionEnd {
         let clock = self.client.clock().clone();
         // Three keepalives per TTL (etcd), or per client deadline when that is shorter.
