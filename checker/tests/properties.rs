@@ -181,3 +181,34 @@ fn a_summary_is_not_mistaken_for_a_history() {
     let error = History::from_json("{\"schema\": \"coordsim-summary/1\", \"seed\": 3}").unwrap_err().to_string();
     assert!(error.contains("run summary"), "{error}");
 }
+
+fn fault(b: &mut Builder, from_ms: u64, to_ms: u64) {
+    let targets = vec!["c1".to_string()];
+    let kind = coordsim_checker::history::FaultKind::Pause;
+    let detail = String::new();
+    b.push(from_ms, "nemesis", Event::Fault { fault: 1, phase: Phase::Start, kind, targets: targets.clone(), detail: detail.clone() });
+    b.push(to_ms, "nemesis", Event::Fault { fault: 1, phase: Phase::End, kind, targets, detail });
+}
+
+#[test]
+fn progress_needs_a_grant_after_the_faults_stop() {
+    let mut stuck = Builder::new();
+    stuck.grant(0, 10, "c1", 5);
+    fault(&mut stuck, 1000, 12_000);
+    assert_eq!(stuck.verdict(Property::Progress), Verdict::Fail);
+
+    let mut moving = Builder::new();
+    moving.grant(0, 10, "c1", 5);
+    fault(&mut moving, 1000, 12_000);
+    moving.grant(12_500, 13_000, "c2", 9);
+    assert_eq!(moving.verdict(Property::Progress), Verdict::Pass);
+}
+
+#[test]
+fn progress_is_unknown_when_the_fault_free_tail_is_too_short() {
+    let mut b = Builder::new();
+    b.grant(0, 10, "c1", 5);
+    fault(&mut b, 1000, 27_000); // the run lasts 30 s: 3 s without faults
+    b.grant(27_500, 28_000, "c2", 9);
+    assert_eq!(b.verdict(Property::Progress), Verdict::Unknown);
+}

@@ -8,6 +8,7 @@ mod fencing;
 mod grants;
 mod lease_safety;
 mod mutual_exclusion;
+mod progress;
 mod single_holder;
 
 use serde::{Deserialize, Serialize};
@@ -32,17 +33,20 @@ pub enum Property {
     /// No lease expires while its owner renewed it within its TTL (true time); no keepalive is
     /// acknowledged for an expired lease.
     LeaseSafety,
+    /// Once the faults stop, the lock is granted again (a liveness check of the fault-free tail).
+    Progress,
     /// Intervals in which two clients both believed they held the same lock. Informational:
     /// under process pauses they are expected, which is why fencing is needed; never fails.
     DualOwnership,
 }
 
 impl Property {
-    pub const ALL: [Property; 5] = [
+    pub const ALL: [Property; 6] = [
         Property::MutualExclusion,
         Property::Fencing,
         Property::SingleHolder,
         Property::LeaseSafety,
+        Property::Progress,
         Property::DualOwnership,
     ];
 
@@ -53,6 +57,7 @@ impl Property {
             Property::Fencing => "fencing",
             Property::SingleHolder => "single_holder",
             Property::LeaseSafety => "lease_safety",
+            Property::Progress => "progress",
             Property::DualOwnership => "dual_ownership",
         }
     }
@@ -72,6 +77,7 @@ impl Property {
             Property::Fencing => fencing::check(history),
             Property::SingleHolder => single_holder::check(history),
             Property::LeaseSafety => lease_safety::check(history),
+            Property::Progress => progress::check(history),
             Property::DualOwnership => dual_ownership::check(history),
         }
     }

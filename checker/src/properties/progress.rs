@@ -1,0 +1,58 @@
+//! Progress: once the faults have stopped, the lock is granted again — a liveness check on the
+//! fault-free tail of a run (the liveness phase of a `[chaos]` scenario, or the time after the
+//! last scheduled fault). A deadlock (a waiter that sleeps forever, a lease that never expires)
+//! shows up as a tail without grants.
+//!
+//! The tail starts when the last fault ends; it must last at least [`TAIL_MIN_NS`] to be judged,
+//! otherwise the verdict is `unknown`.
+
+use crate::history::{Event, History, Phase, Return};
+use crate::verdict::{Finding, PropertyReport, Verdict};
+
+/// Shortest fault-free tail that can be judged: long enough for an election, a lease expiry at
+/// the TTLs scenarios use, and a grant.
+pub const TAIL_MIN_NS: u64 = 5_000_000_000;
+
+pub(super) fn check(history: &History) -> PropertyReport {
+    let faults_end_ns = history
+        .entries
+        .iter()
+        .filter(|e| matches!(e.event, Event::Fault { phase: Phase::End, .. }))
+        .map(|e| e.time_ns)
+        .max()
+        .unwrap_or(0);
+    let tail_ns = history.duration_ns.saturating_sub(faults_end_ns);
+    let grants: Vec<usize> = history
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.time_ns >= faults_end_ns && matches!(e.event, Event::Ok { ret: Return::Locked { .. }, .. }))
+        .map(|(index, _)| index)
+        .collect();
+    let from = History::fmt_time(faults_end_ns);
+    let (verdict, summary, findings) = if tail_ns < TAIL_MIN_NS {
+        let summary =
+            format!("only {} ms without faults after {from}: too short to judge progress", tail_ns / 1_000_000);
+        (Verdict::Unknown, summary, Vec::new())
+    } else if grants.is_empty() {
+        let finding = Finding {
+            time_ns: faults_end_ns,
+            until_ns: Some(history.duration_ns),
+            message: format!(
+                "no lock grant in the {} ms without faults from {from} to the end of the run",
+                tail_ns / 1_000_000
+            ),
+            entries: Vec::new(),
+        };
+        (Verdict::Fail, "the lock was never granted again after the faults stopped".to_string(), vec![finding])
+    } else {
+        let first = &history.entries[grants[0]];
+        let summary = format!(
+            "{} grants after the faults stopped at {from}, the first at {}",
+            grants.len(),
+            History::fmt_time(first.time_ns)
+        );
+        (Verdict::Pass, summary, Vec::new())
+    };
+    PropertyReport { property: "progress".into(), verdict, summary, findings }
+}
