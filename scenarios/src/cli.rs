@@ -12,6 +12,7 @@ use coordsim_reports::RunSummary;
 use crate::check;
 use crate::library;
 use crate::load::{self, InputError, Loaded};
+use crate::report_cmd;
 use crate::sweep::{self, SeedResult};
 
 /// Largest number of seeds one `run` accepts.
@@ -49,6 +50,17 @@ enum Command {
         /// Seeds run in parallel (default: the number of cores).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Reports to write, comma-separated: html (report.html for seeds that failed a property
+        /// or were not as expected, and for single-seed runs), html-all, junit (<out>/junit.xml),
+        /// md (<out>/summary.md), none. <out>/sweep.json is always written.
+        #[arg(long, default_value = "html", value_parser = report_cmd::parse_formats)]
+        report: report_cmd::Formats,
+    },
+    /// Render reports again from a run folder (report.html) or a sweep folder (junit.xml,
+    /// summary.md, and report.html for each run not as expected).
+    Report {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
     },
     /// Check a recorded history: a coordsim history.json (safety properties), a Jepsen etcd log
     /// or a Jepsen EDN history (linearizability). Exit 0 valid, 1 violated, 3 unknown, 2 bad input.
@@ -114,7 +126,9 @@ pub fn main(cli: Cli) -> ExitCode {
             seeds,
             out,
             jobs,
-        } => run(&scenarios, seed, seeds, &out, jobs),
+            report,
+        } => run(&scenarios, seed, seeds, &out, jobs, report),
+        Command::Report { paths } => report_cmd::report(&paths),
         Command::Check {
             history,
             format,
@@ -162,6 +176,7 @@ fn run(
     seeds: Option<(u64, u64)>,
     out: &Path,
     jobs: Option<usize>,
+    formats: report_cmd::Formats,
 ) -> Result<ExitCode, InputError> {
     let loaded = resolve_all(args)?;
     let seeds: Vec<u64> = match (seed, seeds) {
@@ -175,23 +190,27 @@ fn run(
     }
     let mut total = 0usize;
     let mut unexpected: Vec<String> = Vec::new();
+    let command = report_cmd::sweep_command(args, &describe_seeds(&seeds), out);
+    let mut reporter =
+        report_cmd::Reporter::new(out, formats, command, seeds.len(), seeds.len() * loaded.len());
     for scenario in &loaded {
-        println!(
+        reporter.println(&format!(
             "{} ({}): seeds {}, {} job{}",
             scenario.scenario.name,
             scenario.source,
             describe_seeds(&seeds),
             jobs,
             if jobs == 1 { "" } else { "s" }
-        );
+        ));
+        reporter.begin_scenario(scenario, &describe_seeds(&seeds));
         let mut tally = Tally::default();
         let mut write_error = None;
         sweep::run_seeds(&scenario.scenario, &scenario.arg, &seeds, jobs, |result| {
             total += 1;
-            if let Err(error) = save(out, &result) {
+            if let Err(error) = save(out, &result).and_then(|()| reporter.on_seed(&result)) {
                 write_error.get_or_insert(error);
             }
-            println!("{}", seed_line(&result));
+            reporter.println(&seed_line(&result));
             if !result.as_expected() {
                 unexpected.push(match &result {
                     SeedResult::Done { summary, .. } => summary.replay.clone(),
@@ -203,8 +222,14 @@ fn run(
         if let Some(error) = write_error {
             return Err(error);
         }
-        println!("{}", tally.line(&scenario.scenario));
-        println!("  output: {}", out.join(&scenario.scenario.name).display());
+        reporter.println(&tally.line(&scenario.scenario));
+        reporter.println(&format!("  output: {}", out.join(&scenario.scenario.name).display()));
+        if let Some(line) = reporter.scenario_line() {
+            reporter.println(&line);
+        }
+    }
+    for line in reporter.finish()? {
+        println!("{line}");
     }
     if unexpected.is_empty() {
         println!("all {total} runs as expected");

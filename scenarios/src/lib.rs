@@ -4,4 +4,5 @@ pub mod check;
 pub mod cli;
 pub mod library;
 pub mod load;
+pub mod report_cmd;
 pub mod sweep;

@@ -235,7 +235,13 @@ impl<'h> Story<'h> {
                     if holding.is_empty() { String::new() } else { format!(" while {}", holding.join(" and ")) };
                 match kind {
                     "pause" => format!("{who} paused{lasting} (a stop-the-world pause){context}"),
-                    "crash" => format!("{who} crashed{detail}; restarts{lasting}{context}"),
+                    "crash" => match self.fault_ends.get(&fault) {
+                        Some(end) => format!(
+                            "{who} crashed{detail}{context}; it restarts {} later",
+                            fmt_duration(end.saturating_sub(t))
+                        ),
+                        None => format!("{who} crashed{detail}{context} and stays down"),
+                    },
                     _ => format!("fault {kind} on {who}{detail}{lasting}{context}"),
                 }
             }

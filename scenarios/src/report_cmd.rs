@@ -1,0 +1,334 @@
+//! Reports for people and CI: `coordsim run --report html,junit,md` and `coordsim report <dir>`.
+//!
+//! During a run a [`Reporter`] sees every seed after it was saved: it writes the seed's
+//! report.html when the policy asks for one, adds the seed to the sweep, and keeps a progress bar
+//! on stderr (only on a terminal, and only for sweeps of more than one seed). At the end it writes
+//! `<out>/sweep.json` (always), `<out>/junit.xml` and `<out>/summary.md` (when asked).
+//! `coordsim report` renders the same files again from what a run left on disk.
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use coordsim_checker::history::History;
+use coordsim_reports::sweep::RunRecord;
+use coordsim_reports::{RunInput, RunSummary, SweepBuilder, SweepSummary, junit, markdown, run_report_html};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::load::{self, InputError, Loaded};
+use crate::sweep::SeedResult;
+
+/// Which report.html files a run writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HtmlPolicy {
+    Never,
+    /// For seeds that show a violation or are not as expected, and for single-seed runs.
+    FailingOrSingle,
+    Every,
+}
+
+/// What `--report` asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Formats {
+    pub html: HtmlPolicy,
+    pub junit: bool,
+    pub md: bool,
+}
+
+impl Default for Formats {
+    /// HTML where a person will look (failing seeds, single-seed runs); sweep.json always.
+    fn default() -> Self {
+        Formats { html: HtmlPolicy::FailingOrSingle, junit: false, md: false }
+    }
+}
+
+/// Parses `--report`: a comma-separated list of `html` (failing seeds and single-seed runs),
+/// `html-all` (every seed), `junit`, `md`, or `none`.
+pub fn parse_formats(text: &str) -> Result<Formats, String> {
+    let mut formats = Formats { html: HtmlPolicy::Never, junit: false, md: false };
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part {
+            "html" => formats.html = formats.html.max_with(HtmlPolicy::FailingOrSingle),
+            "html-all" => formats.html = HtmlPolicy::Every,
+            "junit" => formats.junit = true,
+            "md" | "markdown" => formats.md = true,
+            "none" => {}
+            other => {
+                return Err(format!("unknown report format {other:?}: use html, html-all, junit, md or none"));
+            }
+        }
+    }
+    Ok(formats)
+}
+
+impl HtmlPolicy {
+    fn max_with(self, other: HtmlPolicy) -> HtmlPolicy {
+        match (self, other) {
+            (HtmlPolicy::Every, _) | (_, HtmlPolicy::Every) => HtmlPolicy::Every,
+            (HtmlPolicy::FailingOrSingle, _) | (_, HtmlPolicy::FailingOrSingle) => HtmlPolicy::FailingOrSingle,
+            _ => HtmlPolicy::Never,
+        }
+    }
+}
+
+fn io_error(error: std::io::Error, path: &Path) -> InputError {
+    InputError::Io { path: path.display().to_string(), error }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), InputError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| io_error(e, parent))?;
+    }
+    std::fs::write(path, text).map_err(|e| io_error(e, path))
+}
+
+/// The folder of one seed's files.
+pub fn seed_dir(out: &Path, scenario: &str, seed: u64) -> PathBuf {
+    out.join(scenario).join(format!("seed-{seed}"))
+}
+
+/// The command that reruns a sweep, for sweep.json and summary.md.
+pub fn sweep_command(args: &[String], seeds: &str, out: &Path) -> String {
+    let seeds = if seeds.contains("..") { format!("--seeds {seeds}") } else { format!("--seed {seeds}") };
+    let mut command = format!("cargo coordsim run {} {seeds}", args.join(" "));
+    if out != Path::new("target/coordsim") {
+        command.push_str(&format!(" --out {}", out.display()));
+    }
+    command
+}
+
+/// Writes the report.html of one run into `dir`; returns its path.
+pub fn write_run_report(
+    dir: &Path,
+    history: &History,
+    summary: Option<&RunSummary>,
+    scenario: Option<&coordsim_sim::scenario::Scenario>,
+) -> Result<PathBuf, InputError> {
+    let mut input = RunInput::new(history);
+    input.summary = summary;
+    if let Some(scenario) = scenario {
+        input.scenario_summary = &scenario.summary;
+        input.description = &scenario.description;
+    }
+    let path = dir.join("report.html");
+    write(&path, &run_report_html(&input))?;
+    Ok(path)
+}
+
+/// Reports of one `coordsim run`.
+pub struct Reporter {
+    out: PathBuf,
+    formats: Formats,
+    single_seed: bool,
+    sweep: SweepBuilder,
+    progress: ProgressBar,
+    scenario: Option<coordsim_sim::scenario::Scenario>,
+    /// report.html files written for the current scenario.
+    written: Vec<PathBuf>,
+}
+
+impl Reporter {
+    /// `runs` is the number of seeds times scenarios (for the progress bar).
+    pub fn new(out: &Path, formats: Formats, command: String, seeds: usize, runs: usize) -> Self {
+        let progress = if seeds > 1 && std::io::stderr().is_terminal() {
+            let bar = ProgressBar::with_draw_target(Some(runs as u64), ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}")
+                .expect("a valid template");
+            bar.set_style(style);
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        Reporter {
+            out: out.to_path_buf(),
+            formats,
+            single_seed: seeds == 1,
+            sweep: SweepBuilder::new(command),
+            progress,
+            scenario: None,
+            written: Vec::new(),
+        }
+    }
+
+    /// Prints a line to stdout without tearing the progress bar.
+    pub fn println(&self, line: &str) {
+        self.progress.suspend(|| println!("{line}"));
+    }
+
+    pub fn begin_scenario(&mut self, loaded: &Loaded, seeds: &str) {
+        let output = self.out.join(&loaded.scenario.name);
+        self.sweep.begin_scenario(&loaded.scenario.name, &loaded.source, &output.display().to_string(), seeds);
+        self.scenario = Some(loaded.scenario.clone());
+        self.written.clear();
+        self.progress.set_message(loaded.scenario.name.clone());
+    }
+
+    fn wants_html(&self, summary: &RunSummary) -> bool {
+        match self.formats.html {
+            HtmlPolicy::Never => false,
+            HtmlPolicy::Every => true,
+            HtmlPolicy::FailingOrSingle => self.single_seed || !summary.as_expected || summary.has_violation(),
+        }
+    }
+
+    /// Writes what one seed needs and counts it in the sweep.
+    pub fn on_seed(&mut self, result: &SeedResult) -> Result<(), InputError> {
+        self.progress.inc(1);
+        match result {
+            SeedResult::Done { history, summary } => {
+                let report = if self.wants_html(summary) {
+                    let dir = seed_dir(&self.out, &summary.scenario, summary.seed);
+                    let path = write_run_report(&dir, history, Some(summary), self.scenario.as_ref())?;
+                    self.written.push(path.clone());
+                    Some(path.display().to_string())
+                } else {
+                    None
+                };
+                self.sweep.add(RunRecord::Done { summary, report });
+            }
+            SeedResult::Crashed { seed, message, replay } => {
+                self.sweep.add(RunRecord::Crashed { seed: *seed, message, replay });
+            }
+        }
+        Ok(())
+    }
+
+    /// The line that says where the current scenario's reports are, if any were written.
+    pub fn scenario_line(&self) -> Option<String> {
+        match self.written.as_slice() {
+            [] => None,
+            [one] => Some(format!("  report: {}", one.display())),
+            many => Some(format!(
+                "  reports: {} report.html files (seeds that failed a property or were not as expected), e.g. {}",
+                many.len(),
+                many[0].display()
+            )),
+        }
+    }
+
+    /// Writes sweep.json and the requested CI files; returns the lines to print.
+    pub fn finish(self) -> Result<Vec<String>, InputError> {
+        self.progress.finish_and_clear();
+        let sweep = self.sweep.finish();
+        write_sweep_files(&self.out, &sweep, self.formats)
+    }
+}
+
+fn write_sweep_files(out: &Path, sweep: &SweepSummary, formats: Formats) -> Result<Vec<String>, InputError> {
+    let mut written = Vec::new();
+    let path = out.join("sweep.json");
+    write(&path, &sweep.to_json())?;
+    written.push(path);
+    if formats.junit {
+        let path = out.join("junit.xml");
+        write(&path, &junit::render(sweep))?;
+        written.push(path);
+    }
+    if formats.md {
+        let path = out.join("summary.md");
+        write(&path, &markdown::render(sweep))?;
+        written.push(path);
+    }
+    let list: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    Ok(vec![format!("reports: {}", list.join(", "))])
+}
+
+/// `coordsim report <path>...`: a run folder (or its history.json) gets its report.html again; a
+/// sweep folder (with sweep.json) gets junit.xml and summary.md again, and report.html for each
+/// run that was not as expected.
+pub fn report(paths: &[PathBuf]) -> Result<ExitCode, InputError> {
+    for path in paths {
+        let (dir, history_path) = if path.is_file() {
+            (path.parent().unwrap_or(Path::new(".")).to_path_buf(), Some(path.clone()))
+        } else if path.join("history.json").is_file() {
+            (path.clone(), Some(path.join("history.json")))
+        } else {
+            (path.clone(), None)
+        };
+        if let Some(history_path) = history_path {
+            let written = rerender_run(&dir, &history_path)?;
+            println!("{}", written.display());
+        } else if dir.join("sweep.json").is_file() {
+            for line in rerender_sweep(&dir)? {
+                println!("{line}");
+            }
+        } else {
+            return Err(InputError::Usage(format!(
+                "{}: neither a run folder (with history.json) nor a sweep folder (with sweep.json)",
+                path.display()
+            )));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read(path: &Path) -> Result<String, InputError> {
+    std::fs::read_to_string(path).map_err(|e| io_error(e, path))
+}
+
+/// Renders a run's report.html from its history.json and, if present, its summary.json (the
+/// verdicts the run gave); the scenario's teaching text comes from the library when the name is
+/// a library scenario.
+fn rerender_run(dir: &Path, history_path: &Path) -> Result<PathBuf, InputError> {
+    let history = History::from_json(&read(history_path)?)
+        .map_err(|e| InputError::Usage(format!("{}: {e}", history_path.display())))?;
+    let summary_path = dir.join("summary.json");
+    let summary = if summary_path.is_file() {
+        Some(
+            RunSummary::from_json(&read(&summary_path)?)
+                .map_err(|e| InputError::Usage(format!("{}: {e}", summary_path.display())))?,
+        )
+    } else {
+        None
+    };
+    let scenario = crate::library::get(&history.scenario).and_then(|_| load::resolve(&history.scenario).ok());
+    let summary = summary.or_else(|| scenario.as_ref().map(|s| crate::sweep::evaluate(&s.scenario, &s.arg, &history)));
+    write_run_report(dir, &history, summary.as_ref(), scenario.as_ref().map(|s| &s.scenario))
+}
+
+fn rerender_sweep(dir: &Path) -> Result<Vec<String>, InputError> {
+    let path = dir.join("sweep.json");
+    let sweep =
+        SweepSummary::from_json(&read(&path)?).map_err(|e| InputError::Usage(format!("{}: {e}", path.display())))?;
+    let mut lines = Vec::new();
+    for scenario in &sweep.scenarios {
+        for failure in &scenario.failures {
+            let run_dir = Path::new(&scenario.output).join(format!("seed-{}", failure.seed));
+            let history = run_dir.join("history.json");
+            if history.is_file() {
+                lines.push(rerender_run(&run_dir, &history)?.display().to_string());
+            }
+        }
+    }
+    lines.extend(write_sweep_files(dir, &sweep, Formats { html: HtmlPolicy::Never, junit: true, md: true })?);
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_formats_parse_and_default_to_html_where_people_look() {
+        assert_eq!(Formats::default().html, HtmlPolicy::FailingOrSingle);
+        let all = parse_formats("html,junit,md").unwrap();
+        assert_eq!(all, Formats { html: HtmlPolicy::FailingOrSingle, junit: true, md: true });
+        assert_eq!(parse_formats("junit").unwrap().html, HtmlPolicy::Never);
+        assert_eq!(parse_formats("html-all,html").unwrap().html, HtmlPolicy::Every);
+        assert_eq!(parse_formats("none").unwrap(), Formats { html: HtmlPolicy::Never, junit: false, md: false });
+        assert!(parse_formats("pdf").unwrap_err().contains("unknown report format \"pdf\""));
+    }
+
+    #[test]
+    fn the_sweep_command_reruns_the_same_seeds() {
+        let args = vec!["split-brain-gc-pause".to_string()];
+        assert_eq!(
+            sweep_command(&args, "1..50", Path::new("target/coordsim")),
+            "cargo coordsim run split-brain-gc-pause --seeds 1..50"
+        );
+        assert_eq!(
+            sweep_command(&args, "7", Path::new("/tmp/x")),
+            "cargo coordsim run split-brain-gc-pause --seed 7 --out /tmp/x"
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! The report files as CI and people get them from the `coordsim` binary: `--report
+//! html,junit,md` on a failing run, `coordsim report` re-rendering byte for byte, and the
+//! report.html of a live split-brain run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn coordsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_coordsim")).args(args).output().expect("the binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("reports-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_failing_run_leaves_junit_markdown_sweep_and_report_that_name_the_property_seed_and_replay() {
+    let dir = scratch("mismatch");
+    // The unfenced scenario, wrongly expecting fencing to hold: seed 2 is NOT as expected.
+    let library = Path::new(env!("CARGO_MANIFEST_DIR")).join("library/split-brain-gc-pause.toml");
+    let scenario = read(&library).replace("fencing = \"fail\"", "fencing = \"pass\"");
+    let path = dir.join("wrong-expectation.toml");
+    std::fs::write(&path, scenario).unwrap();
+    let out_dir = dir.join("out");
+    let out = coordsim(&[
+        "run",
+        path.to_str().unwrap(),
+        "--seed",
+        "2",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--report",
+        "html,junit,md",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    let report = out_dir.join("split-brain-gc-pause/seed-2/report.html");
+    assert!(stdout.contains(&format!("  report: {}", report.display())), "{stdout}");
+    let replay = format!("cargo coordsim run {} --seed 2", path.display());
+
+    let junit = read(&out_dir.join("junit.xml"));
+    assert!(junit.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"coordsim\" tests=\"1\" failures=\"1\" errors=\"0\">"), "{junit}");
+    assert!(junit.contains("<testcase name=\"seed 2\" classname=\"coordsim.split-brain-gc-pause\">"), "{junit}");
+    assert!(
+        junit.contains("<failure type=\"fencing\" message=\"seed 2: fencing: expected pass, got fail\">"),
+        "{junit}"
+    );
+    assert!(junit.contains(&format!("replay: {replay}")), "{junit}");
+    assert!(junit.contains(&format!("report: {}", report.display())), "{junit}");
+
+    let md = read(&out_dir.join("summary.md"));
+    assert!(md.contains("**1 NOT as expected**") && md.contains(&format!("replay `{replay}`")), "{md}");
+    let sweep: serde_json::Value = serde_json::from_str(&read(&out_dir.join("sweep.json"))).unwrap();
+    assert_eq!(sweep["schema"], "coordsim-sweep/1");
+    assert_eq!(sweep["scenarios"][0]["failures"][0]["replay"], replay.as_str());
+
+    let html = read(&report);
+    assert!(html.contains("<article class=\"violation\" data-property=\"fencing\""));
+    assert!(html.contains("NOT expected"));
+    assert!(!html.contains("http://") && !html.contains("https://"));
+
+    // `coordsim report` renders the same bytes again, for the run and for the sweep.
+    std::fs::remove_file(&report).unwrap();
+    std::fs::remove_file(out_dir.join("junit.xml")).unwrap();
+    let again = coordsim(&["report", report.parent().unwrap().to_str().unwrap(), out_dir.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert_eq!(read(&report), html);
+    assert_eq!(read(&out_dir.join("junit.xml")), junit);
+}
+
+#[test]
+fn a_live_split_brain_report_shows_the_pause_the_expiry_the_grants_and_the_stale_write() {
+    let dir = scratch("live");
+    let out = coordsim(&["run", "split-brain-gc-pause", "--seed", "3", "--out", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    // A single-seed run gets its report.html by default.
+    let html = read(&dir.join("split-brain-gc-pause/seed-3/report.html"));
+    for needle in [
+        "class=\"fault k-pause\"",
+        "c1 paused for 10.000 s",
+        "class=\"pt m expiry",
+        "expired lease 1 of c1",
+        "class=\"pt m grant",
+        "c2 acquired /locks/resource with token",
+        "class=\"pt m write accepted stale hl\"",
+        "→ accepted, although token",
+        "data-property=\"mutual_exclusion\"",
+    ] {
+        assert!(html.contains(needle), "report.html contains {needle:?}");
+    }
+    assert!(!html.contains("http://") && !html.contains("https://"));
+    let bad = coordsim(&["report", dir.join("nothing-here").to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("neither a run folder"));
+}
