@@ -235,9 +235,16 @@ fn write_sweep_files(out: &Path, sweep: &SweepSummary, formats: Formats) -> Resu
 
 /// `coordsim report <path>...`: a run folder (or its history.json) gets its report.html again; a
 /// sweep folder (with sweep.json) gets junit.xml and summary.md again, and report.html for each
-/// run that was not as expected.
+/// run that was not as expected; a Jepsen etcd log (`.log`) or EDN history (`.edn`) is checked
+/// for linearizability as a register and drawn, with the counterexample if there is one, into
+/// `<name>.report.html` beside it.
 pub fn report(paths: &[PathBuf]) -> Result<ExitCode, InputError> {
     for path in paths {
+        let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if path.is_file() && matches!(extension, "log" | "edn") {
+            println!("{}", render_jepsen(path)?.display());
+            continue;
+        }
         let (dir, history_path) = if path.is_file() {
             (path.parent().unwrap_or(Path::new(".")).to_path_buf(), Some(path.clone()))
         } else if path.join("history.json").is_file() {
@@ -302,6 +309,80 @@ fn rerender_sweep(dir: &Path) -> Result<Vec<String>, InputError> {
     }
     lines.extend(write_sweep_files(dir, &sweep, Formats { html: HtmlPolicy::Never, junit: true, md: true })?);
     Ok(lines)
+}
+
+/// Time limit of the linearizability check behind a Jepsen report.
+const JEPSEN_CHECK_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn render_jepsen(path: &Path) -> Result<PathBuf, InputError> {
+    use coordsim_checker::import;
+    let imported = if path.extension().and_then(|e| e.to_str()) == Some("log") {
+        import::porcupine_log::read(path)
+    } else {
+        import::jepsen_edn::read_register(path)
+    };
+    let history = imported.map_err(|e| InputError::Usage(e.to_string()))?;
+    let model = coordsim_checker::linearizability::models::RegisterModel::<i64>::new();
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("history");
+    let timeline = linearizability_timeline(name, &model, &history)?;
+    let out = path.with_extension("report.html");
+    write(&out, &coordsim_reports::html::render(&timeline))?;
+    Ok(out)
+}
+
+/// Checks `history` against `model` and draws its operations (time: the log's line numbers) with
+/// the counterexample, if any.
+fn linearizability_timeline<M: coordsim_checker::linearizability::Model>(
+    name: &str,
+    model: &M,
+    history: &[coordsim_checker::linearizability::Operation<M::Input, M::Output>],
+) -> Result<coordsim_reports::timeline::Timeline, InputError> {
+    use coordsim_checker::linearizability::{self as lin, CheckOptions, RETURN_NEVER};
+    use coordsim_reports::timeline::operations::{self, OpRecord};
+    use coordsim_reports::timeline::{Axis, LinPanel, VerdictRow};
+    let options = CheckOptions { time_limit: Some(JEPSEN_CHECK_LIMIT), ..CheckOptions::default() };
+    let verdict = lin::check(model, history, &options).map_err(|e| InputError::Usage(format!("{name}: {e}")))?;
+    let describe = |id: u64| {
+        history.iter().find(|op| op.id == id).map_or_else(String::new, |op| match &op.output {
+            Some(output) => format!("{:?} → {output:?}", op.input),
+            None => format!("{:?} (unknown outcome)", op.input),
+        })
+    };
+    let panel = match &verdict {
+        lin::Verdict::Illegal(counterexample) => Some(LinPanel {
+            prefix: counterexample.prefix.iter().map(|&id| (id, describe(id))).collect(),
+            state_after_prefix: counterexample.state_after_prefix.clone(),
+            stuck: counterexample.stuck.iter().map(|s| (s.id, s.description.clone())).collect(),
+        }),
+        _ => None,
+    };
+    let records: Vec<OpRecord> = history
+        .iter()
+        .map(|op| OpRecord {
+            id: op.id,
+            client: format!("p{}", op.client),
+            call_ns: op.call_ns,
+            return_ns: (op.return_ns != RETURN_NEVER).then_some(op.return_ns),
+            call: format!("{:?}", op.input),
+            result: op.output.as_ref().map(|o| format!("{o:?}")),
+        })
+        .collect();
+    let mut timeline = operations::build(name, Axis::Steps, &records, panel.as_ref());
+    timeline.summary = "Time is the line number in the log: only the order of events matters.".to_string();
+    if panel.is_none() {
+        let (verdict, summary) = match verdict {
+            lin::Verdict::Unknown { reason } => ("unknown", format!("the search stopped: {reason}")),
+            _ => ("pass", "some order of the operations respects real time and the register model".to_string()),
+        };
+        timeline.verdicts.push(VerdictRow {
+            property: "linearizability".to_string(),
+            verdict: verdict.to_string(),
+            expected: None,
+            as_expected: None,
+            summary,
+        });
+    }
+    Ok(timeline)
 }
 
 #[cfg(test)]

@@ -104,3 +104,19 @@ fn a_live_split_brain_report_shows_the_pause_the_expiry_the_grants_and_the_stale
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("neither a run folder"));
 }
+
+#[test]
+fn a_jepsen_log_that_is_not_linearizable_gets_its_counterexample_drawn() {
+    let dir = scratch("jepsen");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../checker/tests/data/porcupine/jepsen/etcd_000.log");
+    let log = dir.join("etcd_000.log");
+    std::fs::copy(&source, &log).unwrap();
+    let out = coordsim(&["report", log.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let html = read(&dir.join("etcd_000.report.html"));
+    assert!(html.contains("<h2>Linearizability counterexample</h2>"));
+    assert!(html.contains("class=\"op ok lin-ok"), "the prefix is numbered on the timeline");
+    assert!(html.contains("lin-stuck"), "the operations that could not be placed are flagged");
+    assert!(html.contains("data-property=\"linearizability\""));
+    assert!(!html.contains("http://") && !html.contains("https://"));
+}

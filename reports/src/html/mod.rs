@@ -138,7 +138,7 @@ fn violations(out: &mut String, timeline: &Timeline, axis: Axis) {
 
 fn legend(out: &mut String, axis: Axis) {
     if axis == Axis::Steps {
-        out.push_str("<p class=\"legend\"><span class=\"sw step\"></span>a step, numbered in order · <span class=\"sw violation\"></span>violation</p>\n");
+        out.push_str("<p class=\"legend\"><span class=\"sw step\"></span>a step, numbered in order · <span class=\"sw opok\"></span>operation <span class=\"sw opinfo\"></span>unknown outcome · #n place in the longest linearizable prefix · <span class=\"sw opfail\"></span>could not be placed · <span class=\"sw violation\"></span>violation</p>\n");
         return;
     }
     out.push_str(
