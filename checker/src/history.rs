@@ -261,10 +261,18 @@ impl History {
         // more confusing complaint.
         for (index, entry) in self.entries.iter().enumerate() {
             if entry.time_ns < last_ns {
-                return invalid(index, "time_ns", format!("{} is before the previous entry's {last_ns}", entry.time_ns));
+                return invalid(
+                    index,
+                    "time_ns",
+                    format!("{} is before the previous entry's {last_ns}", entry.time_ns),
+                );
             }
             if entry.time_ns > self.duration_ns {
-                return invalid(index, "time_ns", format!("{} is after the end of the run ({})", entry.time_ns, self.duration_ns));
+                return invalid(
+                    index,
+                    "time_ns",
+                    format!("{} is after the end of the run ({})", entry.time_ns, self.duration_ns),
+                );
             }
             last_ns = entry.time_ns;
             if !known(&entry.node) {
@@ -284,9 +292,15 @@ impl History {
                         done_ops.insert(*op);
                     }
                     Some(node) => {
-                        return invalid(index, "node", format!("operation {op} was invoked by {node}, completed by {}", entry.node));
+                        return invalid(
+                            index,
+                            "node",
+                            format!("operation {op} was invoked by {node}, completed by {}", entry.node),
+                        );
                     }
-                    None => return invalid(index, "op", format!("operation {op} completes without an open invocation")),
+                    None => {
+                        return invalid(index, "op", format!("operation {op} completes without an open invocation"));
+                    }
                 },
                 Event::Belief { lock, token, phase, .. } => {
                     let key = (lock.as_str(), entry.node.as_str(), *token);
@@ -296,7 +310,11 @@ impl History {
                         }
                         Phase::End => {
                             if !open_beliefs.remove(&key) {
-                                return invalid(index, "phase", format!("a belief in {lock} (token {token}) ends without starting"));
+                                return invalid(
+                                    index,
+                                    "phase",
+                                    format!("a belief in {lock} (token {token}) ends without starting"),
+                                );
                             }
                         }
                     }

@@ -172,7 +172,10 @@ fn impossible_histories_are_rejected_with_the_entry_and_field() {
         },
         "negative",
     );
-    check(&|h| h.entries.retain(|e| !matches!(e.event, Event::Belief { phase: Phase::Start, .. })), "ends without starting");
+    check(
+        &|h| h.entries.retain(|e| !matches!(e.event, Event::Belief { phase: Phase::Start, .. })),
+        "ends without starting",
+    );
     check(&|h| h.entries.retain(|e| !matches!(e.event, Event::Invoke { .. })), "without an open invocation");
 }
 
@@ -186,7 +189,11 @@ fn fault(b: &mut Builder, from_ms: u64, to_ms: u64) {
     let targets = vec!["c1".to_string()];
     let kind = coordsim_checker::history::FaultKind::Pause;
     let detail = String::new();
-    b.push(from_ms, "nemesis", Event::Fault { fault: 1, phase: Phase::Start, kind, targets: targets.clone(), detail: detail.clone() });
+    b.push(
+        from_ms,
+        "nemesis",
+        Event::Fault { fault: 1, phase: Phase::Start, kind, targets: targets.clone(), detail: detail.clone() },
+    );
     b.push(to_ms, "nemesis", Event::Fault { fault: 1, phase: Phase::End, kind, targets, detail });
 }
 

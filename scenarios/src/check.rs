@@ -41,12 +41,7 @@ pub enum ModelName {
     Mutex,
 }
 
-pub fn run(
-    path: &Path,
-    format: Format,
-    model: Option<ModelName>,
-    timeout: Duration,
-) -> Result<ExitCode, InputError> {
+pub fn run(path: &Path, format: Format, model: Option<ModelName>, timeout: Duration) -> Result<ExitCode, InputError> {
     let format = match format {
         Format::Auto => match path.extension().and_then(|e| e.to_str()) {
             Some("json") => Format::Json,
@@ -61,25 +56,16 @@ pub fn run(
         },
         other => other,
     };
-    let options = CheckOptions {
-        time_limit: Some(timeout),
-        ..CheckOptions::default()
-    };
+    let options = CheckOptions { time_limit: Some(timeout), ..CheckOptions::default() };
     let model = model.unwrap_or(ModelName::Register);
     match (format, model) {
         (Format::Json, _) => check_json(path),
-        (Format::JepsenLog, ModelName::Mutex) => Err(InputError::Usage(
-            "a Jepsen etcd log is a register history: use --model register".into(),
-        )),
+        (Format::JepsenLog, ModelName::Mutex) => {
+            Err(InputError::Usage("a Jepsen etcd log is a register history: use --model register".into()))
+        }
         (Format::JepsenLog, _) => {
             let history = import::porcupine_log::read(path).map_err(import_error)?;
-            Ok(report(
-                path,
-                "register",
-                &RegisterModel::<i64>::new(),
-                &history,
-                &options,
-            ))
+            Ok(report(path, "register", &RegisterModel::<i64>::new(), &history, &options))
         }
         (Format::Edn, ModelName::Mutex) => {
             let history = import::jepsen_edn::read_mutex(path).map_err(import_error)?;
@@ -87,13 +73,7 @@ pub fn run(
         }
         (Format::Edn, _) => {
             let history = import::jepsen_edn::read_register(path).map_err(import_error)?;
-            Ok(report(
-                path,
-                "register",
-                &RegisterModel::<i64>::new(),
-                &history,
-                &options,
-            ))
+            Ok(report(path, "register", &RegisterModel::<i64>::new(), &history, &options))
         }
         (Format::Auto, _) => unreachable!("auto was resolved above"),
     }
@@ -114,11 +94,7 @@ fn report<M: Model>(
     let started = Instant::now();
     let verdict = lin::check(model, history, options);
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-    println!(
-        "{}: {} operations, {model_name} model, checked in {elapsed_ms:.1} ms",
-        path.display(),
-        history.len()
-    );
+    println!("{}: {} operations, {model_name} model, checked in {elapsed_ms:.1} ms", path.display(), history.len());
     match verdict {
         Err(error) => {
             println!("  malformed history: {error}");
@@ -133,31 +109,17 @@ fn report<M: Model>(
             ExitCode::from(EXIT_UNKNOWN)
         }
         Ok(lin::Verdict::Illegal(counterexample)) => {
-            println!(
-                "  NOT linearizable (partition {})",
-                counterexample.partition
-            );
-            let prefix: Vec<String> = counterexample
-                .prefix
-                .iter()
-                .map(|id| id.to_string())
-                .collect();
+            println!("  NOT linearizable (partition {})", counterexample.partition);
+            let prefix: Vec<String> = counterexample.prefix.iter().map(|id| id.to_string()).collect();
             println!(
                 "  longest linearizable prefix ({} operations): {}",
                 prefix.len(),
-                if prefix.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    prefix.join(" ")
-                }
+                if prefix.is_empty() { "(none)".to_string() } else { prefix.join(" ") }
             );
             println!("  state after it: {}", counterexample.state_after_prefix);
             println!("  operations that could not be placed next:");
             for stuck in &counterexample.stuck {
-                println!(
-                    "    op {} (client {}): {}",
-                    stuck.id, stuck.client, stuck.description
-                );
+                println!("    op {} (client {}): {}", stuck.id, stuck.client, stuck.description);
             }
             ExitCode::from(1)
         }
@@ -166,33 +128,19 @@ fn report<M: Model>(
 
 /// Our own history: the safety properties.
 fn check_json(path: &Path) -> Result<ExitCode, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|error| InputError::Io {
-        path: path.display().to_string(),
-        error,
-    })?;
-    let history = History::from_json(&text)
-        .map_err(|error| InputError::Usage(format!("{}: {error}", path.display())))?;
-    println!(
-        "{} seed {} ({} entries)",
-        history.scenario,
-        history.seed,
-        history.entries.len()
-    );
+    let text =
+        std::fs::read_to_string(path).map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
+    let history =
+        History::from_json(&text).map_err(|error| InputError::Usage(format!("{}: {error}", path.display())))?;
+    println!("{} seed {} ({} entries)", history.scenario, history.seed, history.entries.len());
     let mut failed = false;
     for property in Property::ALL {
         let report = property.check(&history);
         failed |= report.verdict == Verdict::Fail;
-        println!(
-            "  {:<18} {:<7} {}",
-            report.property, report.verdict, report.summary
-        );
+        println!("  {:<18} {:<7} {}", report.property, report.verdict, report.summary);
         for finding in &report.findings {
             println!("      {}", finding.message);
         }
     }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

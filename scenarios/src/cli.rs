@@ -85,28 +85,15 @@ enum Command {
 }
 
 fn parse_seed_range(text: &str) -> Result<(u64, u64), String> {
-    let (a, b) = text
-        .split_once("..")
-        .ok_or_else(|| format!("{text:?} is not a range like 1..50"))?;
+    let (a, b) = text.split_once("..").ok_or_else(|| format!("{text:?} is not a range like 1..50"))?;
     let b = b.strip_prefix('=').unwrap_or(b);
-    let a: u64 = a
-        .trim()
-        .parse()
-        .map_err(|_| format!("{a:?} is not a seed number"))?;
-    let b: u64 = b
-        .trim()
-        .parse()
-        .map_err(|_| format!("{b:?} is not a seed number"))?;
+    let a: u64 = a.trim().parse().map_err(|_| format!("{a:?} is not a seed number"))?;
+    let b: u64 = b.trim().parse().map_err(|_| format!("{b:?} is not a seed number"))?;
     if a > b {
-        return Err(format!(
-            "empty range {text:?}: the first seed is after the last"
-        ));
+        return Err(format!("empty range {text:?}: the first seed is after the last"));
     }
     if b - a >= SEEDS_MAX {
-        return Err(format!(
-            "{} seeds is more than the limit of {SEEDS_MAX}",
-            b - a + 1
-        ));
+        return Err(format!("{} seeds is more than the limit of {SEEDS_MAX}", b - a + 1));
     }
     Ok((a, b))
 }
@@ -120,21 +107,9 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::List => Ok(list()),
-        Command::Run {
-            scenarios,
-            seed,
-            seeds,
-            out,
-            jobs,
-            report,
-        } => run(&scenarios, seed, seeds, &out, jobs, report),
+        Command::Run { scenarios, seed, seeds, out, jobs, report } => run(&scenarios, seed, seeds, &out, jobs, report),
         Command::Report { paths } => report_cmd::report(&paths),
-        Command::Check {
-            history,
-            format,
-            model,
-            timeout,
-        } => check::run(&history, format, model, timeout),
+        Command::Check { history, format, model, timeout } => check::run(&history, format, model, timeout),
         Command::Bench { scenario, seeds } => bench(&scenario, seeds),
     };
     match result {
@@ -191,8 +166,7 @@ fn run(
     let mut total = 0usize;
     let mut unexpected: Vec<String> = Vec::new();
     let command = report_cmd::sweep_command(args, &describe_seeds(&seeds), out);
-    let mut reporter =
-        report_cmd::Reporter::new(out, formats, command, seeds.len(), seeds.len() * loaded.len());
+    let mut reporter = report_cmd::Reporter::new(out, formats, command, seeds.len(), seeds.len() * loaded.len());
     for scenario in &loaded {
         reporter.println(&format!(
             "{} ({}): seeds {}, {} job{}",
@@ -235,10 +209,7 @@ fn run(
         println!("all {total} runs as expected");
         Ok(ExitCode::SUCCESS)
     } else {
-        println!(
-            "{} of {total} runs NOT as expected; replay with:",
-            unexpected.len()
-        );
+        println!("{} of {total} runs NOT as expected; replay with:", unexpected.len());
         for command in &unexpected {
             println!("  {command}");
         }
@@ -259,13 +230,8 @@ fn save(out: &Path, result: &SeedResult) -> Result<(), InputError> {
     let SeedResult::Done { history, summary } = result else {
         return Ok(());
     };
-    let dir = out
-        .join(&summary.scenario)
-        .join(format!("seed-{}", summary.seed));
-    let io = |error, path: &Path| InputError::Io {
-        path: path.display().to_string(),
-        error,
-    };
+    let dir = out.join(&summary.scenario).join(format!("seed-{}", summary.seed));
+    let io = |error, path: &Path| InputError::Io { path: path.display().to_string(), error };
     std::fs::create_dir_all(&dir).map_err(|e| io(e, &dir))?;
     let history_path = dir.join("history.json");
     std::fs::write(&history_path, history.to_json()).map_err(|e| io(e, &history_path))?;
@@ -277,19 +243,11 @@ fn save(out: &Path, result: &SeedResult) -> Result<(), InputError> {
 /// One line per seed: the verdicts and, where a property failed, its first finding.
 fn seed_line(result: &SeedResult) -> String {
     match result {
-        SeedResult::Crashed {
-            seed,
-            message,
-            replay,
-        } => {
+        SeedResult::Crashed { seed, message, replay } => {
             format!("  seed {seed:>5}  CRASH     {message}  (replay: {replay})")
         }
         SeedResult::Done { summary, .. } => {
-            let status = if summary.as_expected {
-                "ok      "
-            } else {
-                "MISMATCH"
-            };
+            let status = if summary.as_expected { "ok      " } else { "MISMATCH" };
             let verdicts: Vec<String> = summary
                 .outcomes
                 .iter()
@@ -350,16 +308,13 @@ impl Tally {
                 self.as_expected += usize::from(summary.as_expected);
                 for outcome in &summary.outcomes {
                     if outcome.report.verdict == Verdict::Fail {
-                        *self
-                            .failed
-                            .entry(outcome.report.property.clone())
-                            .or_default() += 1;
+                        *self.failed.entry(outcome.report.property.clone()).or_default() += 1;
                     }
                 }
-                let dual = summary.outcomes.iter().any(|o| {
-                    o.report.property == Property::DualOwnership.id()
-                        && !o.report.findings.is_empty()
-                });
+                let dual = summary
+                    .outcomes
+                    .iter()
+                    .any(|o| o.report.property == Property::DualOwnership.id() && !o.report.findings.is_empty());
                 self.with_dual_ownership += usize::from(dual);
             }
         }
@@ -370,19 +325,10 @@ impl Tally {
             .into_iter()
             .map(|p| {
                 let failed = self.failed.get(p.id()).copied().unwrap_or(0);
-                format!(
-                    "{} failed on {failed}/{} (expected {})",
-                    p.id(),
-                    self.seeds,
-                    scenario.expectation(p)
-                )
+                format!("{} failed on {failed}/{} (expected {})", p.id(), self.seeds, scenario.expectation(p))
             })
             .collect();
-        let crashed = if self.crashed > 0 {
-            format!(", {} CRASHED", self.crashed)
-        } else {
-            String::new()
-        };
+        let crashed = if self.crashed > 0 { format!(", {} CRASHED", self.crashed) } else { String::new() };
         format!(
             "{}: {}/{} seeds as expected{crashed}; {}; dual ownership seen on {}/{}",
             scenario.name,
@@ -412,12 +358,7 @@ fn bench(arg: &str, seeds: u64) -> Result<ExitCode, InputError> {
                 .expect("the OS starts a thread")
                 .join()
         })
-        .map_err(|_| {
-            InputError::Usage(format!(
-                "seed {seed} crashed; run `{}`",
-                sweep::replay_command(arg, seed)
-            ))
-        })?;
+        .map_err(|_| InputError::Usage(format!("seed {seed} crashed; run `{}`", sweep::replay_command(arg, seed))))?;
         simulate_s += started.elapsed().as_secs_f64();
         let started = Instant::now();
         let summary: RunSummary = sweep::evaluate(scenario, arg, &history);
@@ -425,10 +366,7 @@ fn bench(arg: &str, seeds: u64) -> Result<ExitCode, InputError> {
         entries += summary.entries;
     }
     let simulated_s = scenario.duration.0.as_secs_f64() * seeds as f64;
-    println!(
-        "{}: {seeds} seeds of {} simulated, one at a time (one core)",
-        scenario.name, scenario.duration
-    );
+    println!("{}: {seeds} seeds of {} simulated, one at a time (one core)", scenario.name, scenario.duration);
     println!(
         "  simulation: {simulate_s:.2} s wall, {:.2} seeds/s, {:.1} simulated s per wall s",
         seeds as f64 / simulate_s,

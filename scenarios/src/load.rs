@@ -22,16 +22,10 @@ pub struct Loaded {
 pub enum InputError {
     /// `file:line: field `x`: message`
     #[error("{file}:{line}: {message}")]
-    Scenario {
-        file: String,
-        line: usize,
-        message: String,
-    },
+    Scenario { file: String, line: usize, message: String },
     #[error("{path}: {error}")]
     Io { path: String, error: std::io::Error },
-    #[error(
-        "unknown scenario {name:?}: not a file, and not in the library ({known}); see `coordsim list`"
-    )]
+    #[error("unknown scenario {name:?}: not a file, and not in the library ({known}); see `coordsim list`")]
     Unknown { name: String, known: String },
     #[error("{0}")]
     Usage(String),
@@ -41,31 +35,17 @@ pub enum InputError {
 pub fn resolve(arg: &str) -> Result<Loaded, InputError> {
     let path = Path::new(arg);
     if path.is_file() || arg.ends_with(".toml") || arg.contains('/') {
-        let text = std::fs::read_to_string(path).map_err(|error| InputError::Io {
-            path: arg.to_string(),
-            error,
-        })?;
+        let text = std::fs::read_to_string(path).map_err(|error| InputError::Io { path: arg.to_string(), error })?;
         let scenario = parse(arg, &text)?;
-        return Ok(Loaded {
-            scenario,
-            arg: arg.to_string(),
-            source: arg.to_string(),
-        });
+        return Ok(Loaded { scenario, arg: arg.to_string(), source: arg.to_string() });
     }
     let Some(text) = library::get(arg) else {
         let known: Vec<&str> = library::LIBRARY.iter().map(|(name, _)| *name).collect();
-        return Err(InputError::Unknown {
-            name: arg.to_string(),
-            known: known.join(", "),
-        });
+        return Err(InputError::Unknown { name: arg.to_string(), known: known.join(", ") });
     };
     let source = library::path_of(arg);
     let scenario = parse(&source, text)?;
-    Ok(Loaded {
-        scenario,
-        arg: arg.to_string(),
-        source,
-    })
+    Ok(Loaded { scenario, arg: arg.to_string(), source })
 }
 
 /// Parses and validates scenario `text`; `source` names the file in errors.
@@ -73,14 +53,8 @@ pub fn parse(source: &str, text: &str) -> Result<Scenario, InputError> {
     let scenario: Scenario = toml::from_str(text).map_err(|error| {
         let line = error.span().map_or(1, |span| line_of(text, span.start));
         let message = error.message().trim().replace('\n', " ");
-        let context = key_on_line(text, line)
-            .map(|key| format!("field `{key}`: "))
-            .unwrap_or_default();
-        InputError::Scenario {
-            file: source.to_string(),
-            line,
-            message: format!("{context}{message}"),
-        }
+        let context = key_on_line(text, line).map(|key| format!("field `{key}`: ")).unwrap_or_default();
+        InputError::Scenario { file: source.to_string(), line, message: format!("{context}{message}") }
     })?;
     scenario.validate().map_err(|error| InputError::Scenario {
         file: source.to_string(),
@@ -100,11 +74,7 @@ fn key_on_line(text: &str, line: usize) -> Option<String> {
     let content = text.lines().nth(line.checked_sub(1)?)?;
     let (key, _) = content.split_once('=')?;
     let key = key.trim();
-    (!key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-    .then(|| key.to_string())
+    (!key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')).then(|| key.to_string())
 }
 
 /// Finds the line of a field path like `clients.count`, `nemesis[1].target` or `name` in a
@@ -116,10 +86,7 @@ fn locate(text: &str, field: &str) -> Option<usize> {
     };
     let (table_name, wanted_index) = match table {
         Some(table) => match table.split_once('[') {
-            Some((name, index)) => (
-                Some(name),
-                index.trim_end_matches(']').parse::<usize>().ok(),
-            ),
+            Some((name, index)) => (Some(name), index.trim_end_matches(']').parse::<usize>().ok()),
             None => (Some(table), None),
         },
         None => (None, None),
@@ -129,10 +96,7 @@ fn locate(text: &str, field: &str) -> Option<usize> {
     let mut index_here = 0usize;
     for (number, line) in text.lines().enumerate() {
         let trimmed = line.trim();
-        if let Some(header) = trimmed
-            .strip_prefix("[[")
-            .and_then(|h| h.strip_suffix("]]"))
-        {
+        if let Some(header) = trimmed.strip_prefix("[[").and_then(|h| h.strip_suffix("]]")) {
             let count = seen.entry(header.trim().to_string()).or_insert(0);
             index_here = *count;
             *count += 1;
@@ -144,8 +108,7 @@ fn locate(text: &str, field: &str) -> Option<usize> {
             index_here = 0;
             continue;
         }
-        let in_table =
-            current.as_deref() == table_name && wanted_index.is_none_or(|i| i == index_here);
+        let in_table = current.as_deref() == table_name && wanted_index.is_none_or(|i| i == index_here);
         if in_table && key_on_line(text, number + 1).as_deref() == Some(key) {
             return Some(number + 1);
         }
@@ -173,10 +136,7 @@ mod tests {
             .map(|name| name.trim_end_matches(".toml").to_string())
             .collect();
         files.sort();
-        let mut listed: Vec<String> = library::LIBRARY
-            .iter()
-            .map(|(name, _)| name.to_string())
-            .collect();
+        let mut listed: Vec<String> = library::LIBRARY.iter().map(|(name, _)| name.to_string()).collect();
         listed.sort();
         assert_eq!(files, listed);
     }
@@ -185,10 +145,7 @@ mod tests {
     fn library_scenarios_parse() {
         for (name, text) in library::LIBRARY {
             let scenario = parse(name, text).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(
-                &scenario.name, name,
-                "a library scenario is named after its file"
-            );
+            assert_eq!(&scenario.name, name, "a library scenario is named after its file");
         }
     }
 
@@ -207,10 +164,7 @@ mod tests {
         let text = GOOD.replace("ttl = \"5s\"", "ttl = \"5 parsecs\"");
         let error = error_of(&text);
         let line = text.lines().position(|l| l.starts_with("ttl")).unwrap() + 1;
-        assert!(
-            error.starts_with(&format!("bad.toml:{line}: field `ttl`: invalid duration")),
-            "{error}"
-        );
+        assert!(error.starts_with(&format!("bad.toml:{line}: field `ttl`: invalid duration")), "{error}");
     }
 
     #[test]
@@ -227,9 +181,7 @@ mod tests {
         let error = error_of(&text);
         let line = text.lines().position(|l| l.starts_with("target")).unwrap() + 1;
         assert!(
-            error.starts_with(&format!(
-                "bad.toml:{line}: field `nemesis[0].target`: unknown node \"c9\""
-            )),
+            error.starts_with(&format!("bad.toml:{line}: field `nemesis[0].target`: unknown node \"c9\"")),
             "{error}"
         );
     }

@@ -53,11 +53,7 @@ pub fn evaluate(scenario: &Scenario, arg: &str, history: &History) -> RunSummary
         .map(|property| {
             let report = property.check(history);
             let expected = scenario.expectation(property);
-            Outcome {
-                as_expected: expected.matches(report.verdict),
-                expected: expected.to_string(),
-                report,
-            }
+            Outcome { as_expected: expected.matches(report.verdict), expected: expected.to_string(), report }
         })
         .collect();
     RunSummary {
@@ -84,22 +80,14 @@ pub fn run_seed(scenario: &Scenario, arg: &str, seed: u64) -> SeedResult {
             let summary = evaluate(scenario, arg, &history);
             SeedResult::Done { history, summary }
         }
-        Ok(Err(panic)) | Err(panic) => SeedResult::Crashed {
-            seed,
-            message: panic_message(&panic),
-            replay: replay_command(arg, seed),
-        },
+        Ok(Err(panic)) | Err(panic) => {
+            SeedResult::Crashed { seed, message: panic_message(&panic), replay: replay_command(arg, seed) }
+        }
     }
 }
 
 /// Runs `seeds` with up to `jobs` at once; `report` sees each result in seed-list order.
-pub fn run_seeds(
-    scenario: &Scenario,
-    arg: &str,
-    seeds: &[u64],
-    jobs: usize,
-    mut report: impl FnMut(SeedResult),
-) {
+pub fn run_seeds(scenario: &Scenario, arg: &str, seeds: &[u64], jobs: usize, mut report: impl FnMut(SeedResult)) {
     let next = AtomicUsize::new(0);
     let (sender, receiver) = mpsc::channel::<(usize, SeedResult)>();
     std::thread::scope(|scope| {

@@ -5,16 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn coordsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_coordsim"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
+    Command::new(env!("CARGO_BIN_EXE_coordsim")).args(args).output().expect("the binary runs")
 }
 
 /// A fresh folder under the target dir for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -25,12 +21,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn library_file(name: &str) -> String {
-    std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("library")
-            .join(format!("{name}.toml")),
-    )
-    .unwrap()
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("library").join(format!("{name}.toml"))).unwrap()
 }
 
 #[test]
@@ -45,14 +36,7 @@ fn list_shows_the_library() {
 #[test]
 fn run_as_expected_exits_0_and_writes_history_and_summary() {
     let dir = scratch("ok");
-    let out = coordsim(&[
-        "run",
-        "split-brain-gc-pause",
-        "--seed",
-        "5",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let out = coordsim(&["run", "split-brain-gc-pause", "--seed", "5", "--out", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     let seed_dir = dir.join("split-brain-gc-pause/seed-5");
     let summary = std::fs::read_to_string(seed_dir.join("summary.json")).unwrap();
@@ -64,19 +48,10 @@ fn run_as_expected_exits_0_and_writes_history_and_summary() {
 fn same_seed_in_two_processes_gives_byte_identical_history() {
     let (a, b) = (scratch("det-a"), scratch("det-b"));
     for dir in [&a, &b] {
-        let out = coordsim(&[
-            "run",
-            "split-brain-gc-pause",
-            "--seed",
-            "9",
-            "--out",
-            dir.to_str().unwrap(),
-        ]);
+        let out = coordsim(&["run", "split-brain-gc-pause", "--seed", "9", "--out", dir.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0));
     }
-    let read = |dir: &Path, file: &str| {
-        std::fs::read(dir.join("split-brain-gc-pause/seed-9").join(file)).unwrap()
-    };
+    let read = |dir: &Path, file: &str| std::fs::read(dir.join("split-brain-gc-pause/seed-9").join(file)).unwrap();
     assert_eq!(read(&a, "history.json"), read(&b, "history.json"));
     assert_eq!(read(&a, "summary.json"), read(&b, "summary.json"));
 }
@@ -85,43 +60,23 @@ fn same_seed_in_two_processes_gives_byte_identical_history() {
 fn unexpected_verdict_exits_1_and_prints_the_replay_command() {
     let dir = scratch("mismatch");
     // The unfenced scenario, wrongly expecting fencing to hold.
-    let scenario =
-        library_file("split-brain-gc-pause").replace("fencing = \"fail\"", "fencing = \"pass\"");
+    let scenario = library_file("split-brain-gc-pause").replace("fencing = \"fail\"", "fencing = \"pass\"");
     let path = dir.join("wrong-expectation.toml");
     std::fs::write(&path, scenario).unwrap();
-    let out = coordsim(&[
-        "run",
-        path.to_str().unwrap(),
-        "--seed",
-        "2",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "2", "--out", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("MISMATCH"), "{stdout}");
-    assert!(
-        stdout.contains(&format!("cargo coordsim run {} --seed 2", path.display())),
-        "{stdout}"
-    );
+    assert!(stdout.contains(&format!("cargo coordsim run {} --seed 2", path.display())), "{stdout}");
 }
 
 /// Bad input: exit 2, one line on stderr naming the file, the line and the field; no panic.
 fn assert_bad_input(out: &Output, needles: &[&str]) {
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "stdout: {} stderr: {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(2), "stdout: {} stderr: {}", text(&out.stdout), text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     for needle in needles {
-        assert!(
-            stderr.contains(needle),
-            "{needle:?} missing from {stderr:?}"
-        );
+        assert!(stderr.contains(needle), "{needle:?} missing from {stderr:?}");
     }
 }
 
@@ -130,74 +85,30 @@ fn malformed_scenario_files_are_rejected_with_file_line_and_field() {
     let dir = scratch("bad");
     let good = library_file("split-brain-gc-pause");
     let cases = [
-        (
-            "unknown-field",
-            good.replace("count = 2", "count = 2\ncolour = \"red\""),
-            vec!["unknown field `colour`"],
-        ),
-        (
-            "bad-duration",
-            good.replace("at = \"2s\"", "at = \"2 fortnights\""),
-            vec!["field `at`", "invalid duration"],
-        ),
-        (
-            "missing-cluster",
-            good.replace("[cluster]\nservers = 3\n", ""),
-            vec!["missing field `cluster`"],
-        ),
-        (
-            "bad-target",
-            good.replace("target = \"c1\"", "target = \"c7\""),
-            vec!["field `nemesis[0].target`", "\"c7\""],
-        ),
+        ("unknown-field", good.replace("count = 2", "count = 2\ncolour = \"red\""), vec!["unknown field `colour`"]),
+        ("bad-duration", good.replace("at = \"2s\"", "at = \"2 fortnights\""), vec!["field `at`", "invalid duration"]),
+        ("missing-cluster", good.replace("[cluster]\nservers = 3\n", ""), vec!["missing field `cluster`"]),
+        ("bad-target", good.replace("target = \"c1\"", "target = \"c7\""), vec!["field `nemesis[0].target`", "\"c7\""]),
     ];
     for (name, content, needles) in cases {
         let path = dir.join(format!("{name}.toml"));
         std::fs::write(&path, &content).unwrap();
-        let out = coordsim(&[
-            "run",
-            path.to_str().unwrap(),
-            "--seed",
-            "1",
-            "--out",
-            dir.to_str().unwrap(),
-        ]);
+        let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "1", "--out", dir.to_str().unwrap()]);
         let mut needles = needles.clone();
         let file = path.to_str().unwrap().to_string();
         needles.push(&file);
         assert_bad_input(&out, &needles);
-        assert_eq!(
-            text(&out.stderr).trim().lines().count(),
-            1,
-            "one line: {}",
-            text(&out.stderr)
-        );
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            content,
-            "the user's file is left as it was"
-        );
+        assert_eq!(text(&out.stderr).trim().lines().count(), 1, "one line: {}", text(&out.stderr));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), content, "the user's file is left as it was");
     }
 }
 
 #[test]
 fn bad_flags_and_names_exit_2() {
-    assert_bad_input(
-        &coordsim(&["run", "split-brain-gc-pause", "--seeds", "9..1"]),
-        &["empty range"],
-    );
-    assert_bad_input(
-        &coordsim(&["run", "split-brain-gc-pause", "--seed", "x"]),
-        &["--seed"],
-    );
-    assert_bad_input(
-        &coordsim(&["run", "no-such-scenario"]),
-        &["unknown scenario \"no-such-scenario\""],
-    );
-    assert_bad_input(
-        &coordsim(&["run", "missing/file.toml"]),
-        &["missing/file.toml"],
-    );
+    assert_bad_input(&coordsim(&["run", "split-brain-gc-pause", "--seeds", "9..1"]), &["empty range"]);
+    assert_bad_input(&coordsim(&["run", "split-brain-gc-pause", "--seed", "x"]), &["--seed"]);
+    assert_bad_input(&coordsim(&["run", "no-such-scenario"]), &["unknown scenario \"no-such-scenario\""]);
+    assert_bad_input(&coordsim(&["run", "missing/file.toml"]), &["missing/file.toml"]);
     assert_bad_input(&coordsim(&["frobnicate"]), &["frobnicate"]);
 }
 
@@ -205,43 +116,23 @@ fn bad_flags_and_names_exit_2() {
 fn check_rejects_a_malformed_history_with_exit_2() {
     let dir = scratch("history");
     let path = dir.join("history.json");
-    std::fs::write(
-        &path,
-        "{\"schema\": \"coordsim-history/1\", \"scenario\": 3}",
-    )
-    .unwrap();
-    assert_bad_input(
-        &coordsim(&["check", path.to_str().unwrap()]),
-        &["history.json", "line 1"],
-    );
+    std::fs::write(&path, "{\"schema\": \"coordsim-history/1\", \"scenario\": 3}").unwrap();
+    assert_bad_input(&coordsim(&["check", path.to_str().unwrap()]), &["history.json", "line 1"]);
 }
 
 #[test]
 fn check_recomputes_verdicts_of_a_recorded_history() {
     let dir = scratch("recheck");
-    let out = coordsim(&[
-        "run",
-        "split-brain-gc-pause",
-        "--seed",
-        "4",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let out = coordsim(&["run", "split-brain-gc-pause", "--seed", "4", "--out", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     let history = dir.join("split-brain-gc-pause/seed-4/history.json");
     let out = coordsim(&["check", history.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "a violated property exits 1");
-    assert!(
-        text(&out.stdout).contains("mutual_exclusion   fail"),
-        "{}",
-        text(&out.stdout)
-    );
+    assert!(text(&out.stdout).contains("mutual_exclusion   fail"), "{}", text(&out.stdout));
 }
 
 fn jepsen_log(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../checker/tests/data/porcupine/jepsen")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../checker/tests/data/porcupine/jepsen").join(name)
 }
 
 #[test]
@@ -265,14 +156,8 @@ fn check_rejects_malformed_jepsen_input_with_its_line() {
     content.push_str("INFO  jepsen.util - 3\t:ok\t:frobnicate\t7\n");
     std::fs::write(&path, &content).unwrap();
     let line = content.lines().count().to_string();
-    assert_bad_input(
-        &coordsim(&["check", path.to_str().unwrap()]),
-        &["broken.log", &format!("line {line}")],
-    );
+    assert_bad_input(&coordsim(&["check", path.to_str().unwrap()]), &["broken.log", &format!("line {line}")]);
     let unknown = dir.join("history.txt");
     std::fs::write(&unknown, "x").unwrap();
-    assert_bad_input(
-        &coordsim(&["check", unknown.to_str().unwrap()]),
-        &["--format"],
-    );
+    assert_bad_input(&coordsim(&["check", unknown.to_str().unwrap()]), &["--format"]);
 }

@@ -106,7 +106,9 @@ fn outcomes(history: &History, client: &str, f: &str, from: u64, to: u64) -> Vec
     let mut found = Vec::new();
     for e in &history.entries {
         match &e.event {
-            Event::Invoke { op, call } if e.node == client && call_name(call) == f && (from..to).contains(&e.time_ns) => {
+            Event::Invoke { op, call }
+                if e.node == client && call_name(call) == f && (from..to).contains(&e.time_ns) =>
+            {
                 invoked.insert(*op, e.time_ns);
             }
             Event::Ok { op, .. } | Event::Fail { op, .. } | Event::Info { op, .. } => {
@@ -152,12 +154,14 @@ fn paused_client_misses_its_keepalives_and_its_lease_expires() {
 
 #[test]
 fn isolated_leader_is_replaced() {
-    let faults = "[[nemesis]]\nat = \"3s\"\nfor = \"5s\"\nkind = \"partition\"\nshape = \"isolate\"\ntarget = \"leader\"";
+    let faults =
+        "[[nemesis]]\nat = \"3s\"\nfor = \"5s\"\nkind = \"partition\"\nshape = \"isolate\"\ntarget = \"leader\"";
     let history = run(&scenario("2s", faults), 2);
     let (start, end, targets) = fault(&history, FaultKind::Partition);
     let old = leaders(&history).into_iter().filter(|(t, _, _)| *t < start).last().expect("a leader before the fault");
     assert_eq!(targets, vec![old.1.clone()], "the isolated node is the leader of the time");
-    let replaced = leaders(&history).into_iter().any(|(t, name, term)| t > start && t < end && name != old.1 && term > old.2);
+    let replaced =
+        leaders(&history).into_iter().any(|(t, name, term)| t > start && t < end && name != old.1 && term > old.2);
     assert!(replaced, "another server leads a higher term during the partition");
 }
 
@@ -168,7 +172,8 @@ fn crashed_leader_is_replaced_and_rejoins_after_restart() {
     let (start, end, targets) = fault(&history, FaultKind::Crash);
     let crashed = &targets[0];
     assert!(leaders(&history).iter().any(|(t, name, _)| *t > start && *t < end && name != crashed));
-    let rejoined = history.entries.iter().any(|e| e.node == *crashed && e.time_ns >= end && matches!(e.event, Event::Role { .. }));
+    let rejoined =
+        history.entries.iter().any(|e| e.node == *crashed && e.time_ns >= end && matches!(e.event, Event::Role { .. }));
     assert!(rejoined, "{crashed} restarts and reports its role again");
     let grants_after = history
         .entries
@@ -234,12 +239,8 @@ fn forward_clock_jump_on_the_leader_expires_leases_at_once() {
     let extra = "[[nemesis]]\nat = \"4s\"\nkind = \"clock-jump\"\ntarget = \"s1\"\nby = \"+10s\"";
     let history = run(&scenario("3s", extra), 8);
     let (at, _, _) = fault(&history, FaultKind::ClockJump);
-    let expired: Vec<u64> = history
-        .entries
-        .iter()
-        .filter(|e| matches!(e.event, Event::LeaseExpiry { .. }))
-        .map(|e| e.time_ns)
-        .collect();
+    let expired: Vec<u64> =
+        history.entries.iter().filter(|e| matches!(e.event, Event::LeaseExpiry { .. })).map(|e| e.time_ns).collect();
     assert!(expired.iter().any(|t| *t >= at && *t < at + S / 2), "leases expire right after the jump: {expired:?}");
     assert_eq!(verdict(&history, Property::LeaseSafety), Verdict::Fail);
 }
@@ -261,7 +262,9 @@ fn servers_cut_from_each_other_stop_progress_until_healed() {
         history
             .entries
             .iter()
-            .filter(|e| (from..to).contains(&e.time_ns) && matches!(e.event, Event::Ok { ret: Return::Locked { .. }, .. }))
+            .filter(|e| {
+                (from..to).contains(&e.time_ns) && matches!(e.event, Event::Ok { ret: Return::Locked { .. }, .. })
+            })
             .count()
     };
     // A second to notice and for in-flight grants to land; then nothing until the heal.
@@ -293,7 +296,11 @@ fn packet_loss_makes_operations_time_out() {
         .filter(|(kind, _)| *kind == "info")
         .count();
     assert!(unknown > 0, "lost messages leave keepalives with unknown outcomes");
-    let before = ["c1", "c2"].iter().flat_map(|c| outcomes(&history, c, "lease_keep_alive", 0, start)).filter(|(k, _)| *k == "info").count();
+    let before = ["c1", "c2"]
+        .iter()
+        .flat_map(|c| outcomes(&history, c, "lease_keep_alive", 0, start))
+        .filter(|(k, _)| *k == "info")
+        .count();
     assert_eq!(before, 0, "no losses before the fault");
 }
 
@@ -316,7 +323,8 @@ fn latency_slows_every_round_trip() {
 
 #[test]
 fn dropped_write_replies_leave_the_clients_writes_unknown() {
-    let faults = "[[nemesis]]\nat = \"2s\"\nfor = \"6s\"\nkind = \"drop-replies\"\ntarget = \"c1\"\nreplies = \"write\"";
+    let faults =
+        "[[nemesis]]\nat = \"2s\"\nfor = \"6s\"\nkind = \"drop-replies\"\ntarget = \"c1\"\nreplies = \"write\"";
     let history = run(&scenario("3s", faults), 14);
     let (start, end, _) = fault(&history, FaultKind::DropReplies);
     let mut lock_outcomes = outcomes(&history, "c1", "lock", start, end);
@@ -329,10 +337,15 @@ fn dropped_write_replies_leave_the_clients_writes_unknown() {
 #[test]
 fn link_delay_holds_back_one_clients_requests() {
     // Below the client's 500 ms RPC timeout, so the requests arrive, late.
-    let faults = "[[nemesis]]\nat = \"2s\"\nfor = \"10s\"\nkind = \"link-delay\"\nfrom = \"c1\"\nto = \"s1\"\ndelay = \"300ms\"";
+    let faults =
+        "[[nemesis]]\nat = \"2s\"\nfor = \"10s\"\nkind = \"link-delay\"\nfrom = \"c1\"\nto = \"s1\"\ndelay = \"300ms\"";
     let history = run(&scenario("3s", faults), 15);
     let (start, end, _) = fault(&history, FaultKind::LinkDelay);
-    let c1: Vec<u64> = outcomes(&history, "c1", "lease_keep_alive", start, end - S).into_iter().filter(|(k, _)| *k == "ok").map(|(_, d)| d).collect();
+    let c1: Vec<u64> = outcomes(&history, "c1", "lease_keep_alive", start, end - S)
+        .into_iter()
+        .filter(|(k, _)| *k == "ok")
+        .map(|(_, d)| d)
+        .collect();
     assert!(!c1.is_empty() && c1.iter().all(|d| *d >= 300_000_000), "{c1:?}");
     let c2: Vec<u64> = outcomes(&history, "c2", "lease_keep_alive", start, end).into_iter().map(|(_, d)| d).collect();
     assert!(c2.iter().all(|d| *d < 100_000_000), "c2's link is not delayed: {c2:?}");

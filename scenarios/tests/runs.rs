@@ -21,25 +21,13 @@ fn unfenced_gc_pause_violates_mutual_exclusion_and_fencing() {
     for seed in 1..=4 {
         let (history, summary) = run("split-brain-gc-pause", seed);
         assert!(summary.as_expected, "seed {seed}: {summary:#?}");
-        assert_eq!(
-            summary.verdict("mutual_exclusion"),
-            Some(Verdict::Fail),
-            "seed {seed}"
-        );
-        assert_eq!(
-            summary.verdict("fencing"),
-            Some(Verdict::Fail),
-            "seed {seed}"
-        );
+        assert_eq!(summary.verdict("mutual_exclusion"), Some(Verdict::Fail), "seed {seed}");
+        assert_eq!(summary.verdict("fencing"), Some(Verdict::Fail), "seed {seed}");
         // The stale write is c1's, after its 10 s pause (2 s .. 12 s).
         let report = Property::MutualExclusion.check(&history);
         let finding = &report.findings[0];
         assert!(finding.message.contains("from c1"), "{}", finding.message);
-        assert!(
-            finding.time_ns >= 12_000_000_000,
-            "the stale write follows the pause: {}",
-            finding.message
-        );
+        assert!(finding.time_ns >= 12_000_000_000, "the stale write follows the pause: {}", finding.message);
     }
 }
 
@@ -49,27 +37,16 @@ fn fenced_gc_pause_rejects_the_stale_write() {
     for seed in 1..=4 {
         let (history, summary) = run("split-brain-gc-pause-fenced", seed);
         assert!(summary.as_expected, "seed {seed}: {summary:#?}");
-        assert_eq!(
-            summary.verdict("mutual_exclusion"),
-            Some(Verdict::Pass),
-            "seed {seed}"
-        );
+        assert_eq!(summary.verdict("mutual_exclusion"), Some(Verdict::Pass), "seed {seed}");
         let rejected: Vec<_> = history
             .entries
             .iter()
             .filter(|e| matches!(&e.event, Event::Resource { accepted: false, client, .. } if client == "c1"))
             .collect();
-        assert_eq!(
-            rejected.len(),
-            1,
-            "seed {seed}: exactly c1's stale write is rejected"
-        );
+        assert_eq!(rejected.len(), 1, "seed {seed}: exactly c1's stale write is rejected");
         // Fencing is needed because both believed they held the lock.
         let dual = Property::DualOwnership.check(&history);
-        assert!(
-            !dual.findings.is_empty(),
-            "seed {seed}: dual ownership under the pause"
-        );
+        assert!(!dual.findings.is_empty(), "seed {seed}: dual ownership under the pause");
     }
 }
 

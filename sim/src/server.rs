@@ -295,7 +295,9 @@ impl Server {
                         // Recorded once the revocation is committed and applied here: that is
                         // when the lease's keys are gone for everyone. A deposed leader's
                         // proposal never gets this far.
-                        Ok(response) if matches!(response.data, ApplyResult::Command(CommandResponse::LeaseRevoke { .. })) => {
+                        Ok(response)
+                            if matches!(response.data, ApplyResult::Command(CommandResponse::LeaseRevoke { .. })) =>
+                        {
                             server.recorder.record(&server.name, Event::LeaseExpiry { lease });
                         }
                         Ok(_) => {} // already revoked by its owner
