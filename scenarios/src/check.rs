@@ -94,32 +94,36 @@ fn report<M: Model>(
     let started = Instant::now();
     let verdict = lin::check(model, history, options);
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-    println!("{}: {} operations, {model_name} model, checked in {elapsed_ms:.1} ms", path.display(), history.len());
+    crate::outln!(
+        "{}: {} operations, {model_name} model, checked in {elapsed_ms:.1} ms",
+        path.display(),
+        history.len()
+    );
     match verdict {
         Err(error) => {
-            println!("  malformed history: {error}");
+            crate::outln!("  malformed history: {error}");
             ExitCode::from(2)
         }
         Ok(lin::Verdict::Ok) => {
-            println!("  linearizable");
+            crate::outln!("  linearizable");
             ExitCode::SUCCESS
         }
         Ok(lin::Verdict::Unknown { reason }) => {
-            println!("  unknown: {reason} (raise --timeout to search longer)");
+            crate::outln!("  unknown: {reason} (raise --timeout to search longer)");
             ExitCode::from(EXIT_UNKNOWN)
         }
         Ok(lin::Verdict::Illegal(counterexample)) => {
-            println!("  NOT linearizable (partition {})", counterexample.partition);
+            crate::outln!("  NOT linearizable (partition {})", counterexample.partition);
             let prefix: Vec<String> = counterexample.prefix.iter().map(|id| id.to_string()).collect();
-            println!(
+            crate::outln!(
                 "  longest linearizable prefix ({} operations): {}",
                 prefix.len(),
                 if prefix.is_empty() { "(none)".to_string() } else { prefix.join(" ") }
             );
-            println!("  state after it: {}", counterexample.state_after_prefix);
-            println!("  operations that could not be placed next:");
+            crate::outln!("  state after it: {}", counterexample.state_after_prefix);
+            crate::outln!("  operations that could not be placed next:");
             for stuck in &counterexample.stuck {
-                println!("    op {} (client {}): {}", stuck.id, stuck.client, stuck.description);
+                crate::outln!("    op {} (client {}): {}", stuck.id, stuck.client, stuck.description);
             }
             ExitCode::from(1)
         }
@@ -132,14 +136,14 @@ fn check_json(path: &Path) -> Result<ExitCode, InputError> {
         std::fs::read_to_string(path).map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
     let history =
         History::from_json(&text).map_err(|error| InputError::Usage(format!("{}: {error}", path.display())))?;
-    println!("{} seed {} ({} entries)", history.scenario, history.seed, history.entries.len());
+    crate::outln!("{} seed {} ({} entries)", history.scenario, history.seed, history.entries.len());
     let mut failed = false;
     for property in Property::ALL {
         let report = property.check(&history);
         failed |= report.verdict == Verdict::Fail;
-        println!("  {:<18} {:<7} {}", report.property, report.verdict, report.summary);
+        crate::outln!("  {:<18} {:<7} {}", report.property, report.verdict, report.summary);
         for finding in &report.findings {
-            println!("      {}", finding.message);
+            crate::outln!("      {}", finding.message);
         }
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })

@@ -55,6 +55,10 @@ enum Command {
         /// md (<out>/summary.md), none. <out>/sweep.json is always written.
         #[arg(long, default_value = "html", value_parser = report_cmd::parse_formats)]
         report: report_cmd::Formats,
+        /// Print each seed's fault plan (fixed and drawn from [chaos]) as `[[nemesis]]` TOML to
+        /// paste into a scenario file, and run nothing.
+        #[arg(long)]
+        show_plan: bool,
     },
     /// Render reports again from a run folder (report.html) or a sweep folder (junit.xml,
     /// summary.md, and report.html for each run not as expected).
@@ -79,8 +83,9 @@ enum Command {
     Bench {
         #[arg(default_value = "split-brain-gc-pause")]
         scenario: String,
-        #[arg(long, default_value_t = 20)]
-        seeds: u64,
+        /// Seeds A..B (inclusive), run one after the other.
+        #[arg(long, default_value = "1..20", value_parser = parse_seed_range)]
+        seeds: (u64, u64),
     },
 }
 
@@ -107,10 +112,13 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::List => Ok(list()),
-        Command::Run { scenarios, seed, seeds, out, jobs, report } => run(&scenarios, seed, seeds, &out, jobs, report),
+        Command::Run { scenarios, seed, seeds, out, jobs, report, show_plan } => {
+            let seeds = seed_list(seed, seeds);
+            if show_plan { show_plans(&scenarios, &seeds) } else { run(&scenarios, &seeds, &out, jobs, report) }
+        }
         Command::Report { paths } => report_cmd::report(&paths),
         Command::Check { history, format, model, timeout } => check::run(&history, format, model, timeout),
-        Command::Bench { scenario, seeds } => bench(&scenario, seeds),
+        Command::Bench { scenario, seeds: (first, last) } => bench(&scenario, first, last),
     };
     match result {
         Ok(code) => code,
@@ -124,8 +132,8 @@ pub fn main(cli: Cli) -> ExitCode {
 fn list() -> ExitCode {
     for (name, text) in library::LIBRARY {
         match load::parse(&library::path_of(name), text) {
-            Ok(scenario) => println!("{name:<32} {}", scenario.summary),
-            Err(error) => println!("{name:<32} (broken: {error})"),
+            Ok(scenario) => crate::outln!("{name:<32} {}", scenario.summary),
+            Err(error) => crate::outln!("{name:<32} (broken: {error})"),
         }
     }
     ExitCode::SUCCESS
@@ -142,44 +150,75 @@ fn resolve_all(args: &[String]) -> Result<Vec<Loaded>, InputError> {
             loaded.push(load::resolve(arg)?);
         }
     }
+    // Output folders are named after scenarios: two of one name would overwrite each other.
+    for (i, a) in loaded.iter().enumerate() {
+        if let Some(b) = loaded[..i].iter().find(|b| b.scenario.name == a.scenario.name) {
+            return Err(InputError::Usage(format!(
+                "{} and {} are both named {:?}: their outputs would overwrite each other; rename one",
+                b.source, a.source, a.scenario.name
+            )));
+        }
+    }
     Ok(loaded)
+}
+
+fn seed_list(seed: Option<u64>, seeds: Option<(u64, u64)>) -> Vec<u64> {
+    match (seed, seeds) {
+        (Some(seed), _) => vec![seed],
+        (None, Some((a, b))) => (a..=b).collect(),
+        (None, None) => vec![1],
+    }
+}
+
+fn show_plans(args: &[String], seeds: &[u64]) -> Result<ExitCode, InputError> {
+    for loaded in resolve_all(args)? {
+        for &seed in seeds {
+            let plan = coordsim_sim::nemesis::plan::plan(&loaded.scenario, seed);
+            crate::outln!("# {} seed {seed}: {} faults", loaded.scenario.name, plan.len());
+            crate::outln!("{}", coordsim_sim::nemesis::plan::to_toml(&plan));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run(
     args: &[String],
-    seed: Option<u64>,
-    seeds: Option<(u64, u64)>,
+    seeds: &[u64],
     out: &Path,
     jobs: Option<usize>,
     formats: report_cmd::Formats,
 ) -> Result<ExitCode, InputError> {
     let loaded = resolve_all(args)?;
-    let seeds: Vec<u64> = match (seed, seeds) {
-        (Some(seed), _) => vec![seed],
-        (None, Some((a, b))) => (a..=b).collect(),
-        (None, None) => vec![1],
-    };
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if jobs == 0 {
         return Err(InputError::Usage("--jobs must be at least 1".into()));
     }
+    let jobs = jobs.min(seeds.len());
+    // Find out now, not after the last simulation, that the output cannot be written.
+    for scenario in &loaded {
+        let dir = out.join(&scenario.scenario.name);
+        std::fs::create_dir_all(&dir).map_err(|error| InputError::Io { path: dir.display().to_string(), error })?;
+    }
     let mut total = 0usize;
     let mut unexpected: Vec<String> = Vec::new();
-    let command = report_cmd::sweep_command(args, &describe_seeds(&seeds), out);
+    let command = report_cmd::sweep_command(args, &describe_seeds(seeds), out);
     let mut reporter = report_cmd::Reporter::new(out, formats, command, seeds.len(), seeds.len() * loaded.len());
     for scenario in &loaded {
         reporter.println(&format!(
-            "{} ({}): seeds {}, {} job{}",
+            "{} ({}): {}, {} job{}",
             scenario.scenario.name,
             scenario.source,
-            describe_seeds(&seeds),
+            match seeds {
+                [one] => format!("seed {one}"),
+                _ => format!("seeds {} ({} runs)", describe_seeds(seeds), seeds.len()),
+            },
             jobs,
             if jobs == 1 { "" } else { "s" }
         ));
-        reporter.begin_scenario(scenario, &describe_seeds(&seeds));
+        reporter.begin_scenario(scenario, &describe_seeds(seeds));
         let mut tally = Tally::default();
         let mut write_error = None;
-        sweep::run_seeds(&scenario.scenario, &scenario.arg, &seeds, jobs, |result| {
+        sweep::run_seeds(&scenario.scenario, &scenario.arg, seeds, jobs, |result| {
             total += 1;
             if let Err(error) = save(out, &result).and_then(|()| reporter.on_seed(&result)) {
                 write_error.get_or_insert(error);
@@ -203,15 +242,15 @@ fn run(
         }
     }
     for line in reporter.finish()? {
-        println!("{line}");
+        crate::outln!("{line}");
     }
     if unexpected.is_empty() {
-        println!("all {total} runs as expected");
+        crate::outln!("all {total} runs as expected");
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("{} of {total} runs NOT as expected; replay with:", unexpected.len());
+        crate::outln!("{} of {total} runs NOT as expected; replay with:", unexpected.len());
         for command in &unexpected {
-            println!("  {command}");
+            crate::outln!("  {command}");
         }
         Ok(ExitCode::from(1))
     }
@@ -321,11 +360,16 @@ impl Tally {
     }
 
     fn line(&self, scenario: &coordsim_sim::scenario::Scenario) -> String {
-        let properties: Vec<String> = [Property::MutualExclusion, Property::Fencing]
+        use coordsim_sim::scenario::Expectation;
+        // Every property the scenario judges, and any other that failed.
+        let properties: Vec<String> = Property::ALL
             .into_iter()
-            .map(|p| {
+            .filter(|p| !p.is_informational())
+            .filter_map(|p| {
                 let failed = self.failed.get(p.id()).copied().unwrap_or(0);
-                format!("{} failed on {failed}/{} (expected {})", p.id(), self.seeds, scenario.expectation(p))
+                let expected = scenario.expectation(p);
+                let judged = expected != Expectation::Any && (scenario.expect.contains_key(&p) || failed > 0);
+                judged.then(|| format!("{} failed on {failed}/{} (expected {expected})", p.id(), self.seeds))
             })
             .collect();
         let crashed = if self.crashed > 0 { format!(", {} CRASHED", self.crashed) } else { String::new() };
@@ -341,16 +385,14 @@ impl Tally {
     }
 }
 
-fn bench(arg: &str, seeds: u64) -> Result<ExitCode, InputError> {
+fn bench(arg: &str, first: u64, last: u64) -> Result<ExitCode, InputError> {
     let loaded = load::resolve(arg)?;
-    if seeds == 0 {
-        return Err(InputError::Usage("--seeds must be at least 1".into()));
-    }
+    let seeds = last - first + 1;
     let scenario = &loaded.scenario;
     let mut simulate_s = 0.0f64;
     let mut check_s = 0.0f64;
     let mut entries = 0usize;
-    for seed in 1..=seeds {
+    for seed in first..=last {
         let started = Instant::now();
         let history = std::thread::scope(|scope| {
             std::thread::Builder::new()
@@ -366,18 +408,18 @@ fn bench(arg: &str, seeds: u64) -> Result<ExitCode, InputError> {
         entries += summary.entries;
     }
     let simulated_s = scenario.duration.0.as_secs_f64() * seeds as f64;
-    println!("{}: {seeds} seeds of {} simulated, one at a time (one core)", scenario.name, scenario.duration);
-    println!(
+    crate::outln!("{}: {seeds} seeds of {} simulated, one at a time (one core)", scenario.name, scenario.duration);
+    crate::outln!(
         "  simulation: {simulate_s:.2} s wall, {:.2} seeds/s, {:.1} simulated s per wall s",
         seeds as f64 / simulate_s,
         simulated_s / simulate_s
     );
-    println!(
+    crate::outln!(
         "  checkers:   {check_s:.4} s wall for {entries} history entries ({:.0} entries/s)",
         entries as f64 / check_s.max(1e-9)
     );
     if let Some(peak) = peak_rss_mb() {
-        println!("  peak RSS:   {peak:.1} MB");
+        crate::outln!("  peak RSS:   {peak:.1} MB");
     }
     Ok(ExitCode::SUCCESS)
 }

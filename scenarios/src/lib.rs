@@ -4,5 +4,6 @@ pub mod check;
 pub mod cli;
 pub mod library;
 pub mod load;
+pub mod output;
 pub mod report_cmd;
 pub mod sweep;

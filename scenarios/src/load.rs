@@ -31,10 +31,12 @@ pub enum InputError {
     Usage(String),
 }
 
-/// Resolves a scenario argument: an existing path, or else a library name.
+/// Resolves a scenario argument: a path (it contains `/` or ends in `.toml`), else a library
+/// name. A bare name never reads a file, so a stray file in the current folder cannot stand in
+/// for a library scenario (write `./name` to run such a file).
 pub fn resolve(arg: &str) -> Result<Loaded, InputError> {
-    let path = Path::new(arg);
-    if path.is_file() || arg.ends_with(".toml") || arg.contains('/') {
+    if arg.ends_with(".toml") || arg.contains('/') {
+        let path = Path::new(arg);
         let text = std::fs::read_to_string(path).map_err(|error| InputError::Io { path: arg.to_string(), error })?;
         let scenario = parse(arg, &text)?;
         return Ok(Loaded { scenario, arg: arg.to_string(), source: arg.to_string() });
@@ -45,7 +47,7 @@ pub fn resolve(arg: &str) -> Result<Loaded, InputError> {
     };
     let source = library::path_of(arg);
     let scenario = parse(&source, text)?;
-    Ok(Loaded { scenario, arg: arg.to_string(), source })
+    Ok(Loaded { scenario, arg: arg.to_string(), source: format!("library: {source}") })
 }
 
 /// Parses and validates scenario `text`; `source` names the file in errors.
@@ -53,7 +55,12 @@ pub fn parse(source: &str, text: &str) -> Result<Scenario, InputError> {
     let scenario: Scenario = toml::from_str(text).map_err(|error| {
         let line = error.span().map_or(1, |span| line_of(text, span.start));
         let message = error.message().trim().replace('\n', " ");
-        let context = key_on_line(text, line).map(|key| format!("field `{key}`: ")).unwrap_or_default();
+        // A missing field is reported at the table that lacks it, not at some key on that line.
+        let context = if message.starts_with("missing field") {
+            table_at(text, line).map(|table| format!("table `{table}`: ")).unwrap_or_default()
+        } else {
+            field_at(text, line).map(|field| format!("field `{field}`: ")).unwrap_or_default()
+        };
         InputError::Scenario { file: source.to_string(), line, message: format!("{context}{message}") }
     })?;
     scenario.validate().map_err(|error| InputError::Scenario {
@@ -62,6 +69,37 @@ pub fn parse(source: &str, text: &str) -> Result<Scenario, InputError> {
         message: format!("field `{}`: {}", error.field, error.message),
     })?;
     Ok(scenario)
+}
+
+/// The table (`clients`, `nemesis[1]`) that line `line` belongs to; `None` at the top level.
+fn table_at(text: &str, line: usize) -> Option<String> {
+    let mut table = None;
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for content in text.lines().take(line) {
+        let trimmed = content.trim();
+        if let Some(name) = trimmed.strip_prefix("[[").and_then(|h| h.strip_suffix("]]")) {
+            let count = counts.entry(name.trim().to_string()).or_insert(0);
+            table = Some(format!("{}[{count}]", name.trim()));
+            *count += 1;
+        } else if let Some(name) = trimmed.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            table = Some(name.trim().to_string());
+        }
+    }
+    table
+}
+
+/// The full path of what line `line` writes: `clients.count` for a key in `[clients]`,
+/// `nemesis` for the header `[nemesis]` itself.
+fn field_at(text: &str, line: usize) -> Option<String> {
+    let content = text.lines().nth(line.checked_sub(1)?)?.trim();
+    if content.starts_with('[') {
+        return Some(content.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    }
+    let key = key_on_line(text, line)?;
+    Some(match table_at(text, line) {
+        Some(table) => format!("{table}.{key}"),
+        None => key,
+    })
 }
 
 /// 1-based line of byte offset `offset`.
@@ -164,7 +202,7 @@ mod tests {
         let text = GOOD.replace("ttl = \"5s\"", "ttl = \"5 parsecs\"");
         let error = error_of(&text);
         let line = text.lines().position(|l| l.starts_with("ttl")).unwrap() + 1;
-        assert!(error.starts_with(&format!("bad.toml:{line}: field `ttl`: invalid duration")), "{error}");
+        assert!(error.starts_with(&format!("bad.toml:{line}: field `lock.ttl`: invalid duration")), "{error}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    coordsim::output::init();
     coordsim::cli::main(coordsim::cli::Cli::parse())
 }

@@ -152,7 +152,7 @@ impl Reporter {
 
     /// Prints a line to stdout without tearing the progress bar.
     pub fn println(&self, line: &str) {
-        self.progress.suspend(|| println!("{line}"));
+        self.progress.suspend(|| crate::outln!("{line}"));
     }
 
     pub fn begin_scenario(&mut self, loaded: &Loaded, seeds: &str) {
@@ -242,7 +242,7 @@ pub fn report(paths: &[PathBuf]) -> Result<ExitCode, InputError> {
     for path in paths {
         let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         if path.is_file() && matches!(extension, "log" | "edn") {
-            println!("{}", render_jepsen(path)?.display());
+            crate::outln!("{}", render_jepsen(path)?.display());
             continue;
         }
         let (dir, history_path) = if path.is_file() {
@@ -254,10 +254,10 @@ pub fn report(paths: &[PathBuf]) -> Result<ExitCode, InputError> {
         };
         if let Some(history_path) = history_path {
             let written = rerender_run(&dir, &history_path)?;
-            println!("{}", written.display());
+            crate::outln!("{}", written.display());
         } else if dir.join("sweep.json").is_file() {
             for line in rerender_sweep(&dir)? {
-                println!("{line}");
+                crate::outln!("{line}");
             }
         } else {
             return Err(InputError::Usage(format!(

@@ -86,7 +86,11 @@ fn malformed_scenario_files_are_rejected_with_file_line_and_field() {
     let good = library_file("split-brain-gc-pause");
     let cases = [
         ("unknown-field", good.replace("count = 2", "count = 2\ncolour = \"red\""), vec!["unknown field `colour`"]),
-        ("bad-duration", good.replace("at = \"2s\"", "at = \"2 fortnights\""), vec!["field `at`", "invalid duration"]),
+        (
+            "bad-duration",
+            good.replace("at = \"2s\"", "at = \"2 fortnights\""),
+            vec!["field `nemesis[0].at`", "invalid duration"],
+        ),
         ("missing-cluster", good.replace("[cluster]\nservers = 3\n", ""), vec!["missing field `cluster`"]),
         ("bad-target", good.replace("target = \"c1\"", "target = \"c7\""), vec!["field `nemesis[0].target`", "\"c7\""]),
     ];
@@ -160,4 +164,54 @@ fn check_rejects_malformed_jepsen_input_with_its_line() {
     let unknown = dir.join("history.txt");
     std::fs::write(&unknown, "x").unwrap();
     assert_bad_input(&coordsim(&["check", unknown.to_str().unwrap()]), &["--format"]);
+}
+
+/// issue 4: the drawn plan, pasted into the scenario as a fixed timeline, is the same run.
+#[test]
+fn show_plan_pasted_as_a_fixed_timeline_replays_the_same_history() {
+    let dir = scratch("plan");
+    let out = coordsim(&["run", "chaos-fenced-mutex", "--seed", "3", "--show-plan"]);
+    assert_eq!(out.status.code(), Some(0));
+    let plan = text(&out.stdout);
+    assert!(plan.contains("[[nemesis]]"), "{plan}");
+    let original = library_file("chaos-fenced-mutex");
+    let (head, tail) = original.split_at(original.find("[chaos]").unwrap());
+    let fixed = format!("{head}{plan}\n{}", &tail[tail.find("[expect]").unwrap()..]);
+    let path = dir.join("fixed.toml");
+    std::fs::write(&path, fixed).unwrap();
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    assert_eq!(
+        coordsim(&["run", "chaos-fenced-mutex", "--seed", "3", "--out", a.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        coordsim(&["run", path.to_str().unwrap(), "--seed", "3", "--out", b.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+    let history = |dir: &Path| std::fs::read(dir.join("chaos-fenced-mutex/seed-3/history.json")).unwrap();
+    assert_eq!(history(&a), history(&b));
+}
+
+#[test]
+fn closed_or_full_stdout_is_not_a_panic() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_coordsim")).arg("list").stdout(full).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cannot write to stdout"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn unwritable_output_folder_is_reported_before_any_run() {
+    let out = coordsim(&["run", "split-brain-gc-pause", "--seeds", "1..3", "--out", "/proc/coordsim"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stdout).is_empty(), "nothing ran: {}", text(&out.stdout));
+}
+
+#[test]
+fn two_scenarios_of_one_name_are_refused() {
+    let dir = scratch("same-name");
+    let path = dir.join("copy.toml");
+    std::fs::write(&path, library_file("split-brain-gc-pause")).unwrap();
+    let out = coordsim(&["run", "split-brain-gc-pause", path.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
+    assert_bad_input(&out, &["both named \"split-brain-gc-pause\""]);
 }

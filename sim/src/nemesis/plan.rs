@@ -433,8 +433,9 @@ fn draw(scenario: &Scenario, chaos: &Chaos, seed: u64) -> Vec<ScheduledFault> {
 }
 
 fn between(rng: &mut SmallRng, range: DurRange) -> Duration {
-    let (min, max) = (range.min.0.as_nanos() as u64, range.max.0.as_nanos() as u64);
-    Duration::from_nanos(if min == max { min } else { rng.random_range(min..=max) })
+    // Whole milliseconds: a printed plan reads "3868ms", not "3868503731ns".
+    let (min, max) = (range.min.0.as_millis() as u64, range.max.0.as_millis() as u64);
+    Duration::from_millis(if min >= max { min } else { rng.random_range(min..=max) })
 }
 
 /// One drawn fault of `kind`, with parameters in the ranges that make each kind bite without
