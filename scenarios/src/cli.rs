@@ -301,13 +301,17 @@ fn seed_line(result: &SeedResult) -> String {
                 .iter()
                 .find(|o| o.report.property == Property::DualOwnership.id())
                 .map_or(0, |o| o.report.findings.len());
+            // What a reader wants first: a stale write the resource turned away, then the first
+            // finding of the first failing property (outcomes come in Property::ALL order, the
+            // resource's properties first).
             let first_violation = summary
                 .outcomes
                 .iter()
                 .filter(|o| o.report.verdict == Verdict::Fail)
                 .find_map(|o| o.report.findings.first())
                 .map(|finding| format!("  {}", finding.message))
-                .unwrap_or_else(|| rejected_writes(summary));
+                .unwrap_or_default();
+            let first_violation = format!("{}{first_violation}", rejected_writes(summary));
             format!(
                 "  seed {:>5}  {status}  {}  dual-ownership intervals: {dual}{first_violation}",
                 summary.seed,
