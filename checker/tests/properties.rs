@@ -201,6 +201,7 @@ fn fault(b: &mut Builder, from_ms: u64, to_ms: u64) {
 fn progress_needs_a_grant_after_the_faults_stop() {
     let mut stuck = Builder::new();
     stuck.grant(0, 10, "c1", 5);
+    stuck.belief(500, "c1", 5, Phase::End);
     fault(&mut stuck, 1000, 12_000);
     assert_eq!(stuck.verdict(Property::Progress), Verdict::Fail);
 
@@ -218,4 +219,14 @@ fn progress_is_unknown_when_the_fault_free_tail_is_too_short() {
     fault(&mut b, 1000, 27_000); // the run lasts 30 s: 3 s without faults
     b.grant(27_500, 28_000, "c2", 9);
     assert_eq!(b.verdict(Property::Progress), Verdict::Unknown);
+}
+
+#[test]
+fn progress_counts_a_holder_that_holds_through_the_fault_free_tail() {
+    let mut b = Builder::new();
+    b.grant(0, 10, "c1", 5);
+    fault(&mut b, 1000, 12_000);
+    assert_eq!(b.verdict(Property::Progress), Verdict::Pass, "c1 still holds the lock");
+    b.belief(11_000, "c1", 5, Phase::End);
+    assert_eq!(b.verdict(Property::Progress), Verdict::Fail, "released before the tail, never granted again");
 }

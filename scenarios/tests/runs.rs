@@ -80,3 +80,13 @@ fn madsim_determinism_check_passes() {
         assert_eq!(history.seed, seed);
     }
 }
+
+/// Every library scenario's expectations hold on a seed (CI sweeps more seeds of each).
+#[test]
+fn every_library_scenario_is_as_expected_on_a_seed() {
+    for (name, _) in coordsim::library::LIBRARY {
+        let (_, summary) = run(name, 1);
+        let mismatches: Vec<_> = summary.mismatches().map(|o| (&o.report.property, o.report.verdict)).collect();
+        assert!(summary.as_expected, "{name}: {mismatches:?}");
+    }
+}
