@@ -107,6 +107,11 @@ pub enum Event {
         /// The highest token the resource had accepted before this write (0 = none).
         highest_before: i64,
     },
+    /// The node's clock reads `local_ns` (ns since the run started, by that clock) at this true
+    /// time and from now on advances at `rate_ppm` (1_000_000 = true speed). Recorded at the
+    /// start for every node whose clock is not true time, and at each change (jump, rate change,
+    /// strobe flip), so local time can be computed for any entry.
+    Clock { local_ns: i64, rate_ppm: u64 },
     /// A server changed role, as its own Raft metrics say.
     Role { role: RaftRole, term: u64 },
     /// A lease expired: the leader's lessor found it past its deadline (by the leader's local

@@ -122,6 +122,14 @@ pub async fn simulate(scenario: Scenario) -> History {
         topology.clients.push(Member { name, id: node.id(), ip: client_addr(index + 1).ip() });
     }
 
+    for name in &names {
+        let schedule = clock_of(name).schedule().clone();
+        if !schedule.is_true_time() {
+            // The first segment starts at true time 0: record it now, before any node runs.
+            madsim::task::spawn(record_clock(name.clone(), schedule, epoch, recorder.clone()));
+        }
+    }
+
     let nodes: Vec<_> =
         topology.servers.iter().chain(&topology.clients).chain(&topology.others).map(|m| m.id).collect();
     madsim::task::spawn(nemesis::run(plan, topology, epoch, recorder.clone()));
@@ -136,4 +144,15 @@ pub async fn simulate(scenario: Scenario) -> History {
     }
     madsim::time::sleep(std::time::Duration::from_millis(1)).await;
     history
+}
+
+/// Records each segment of a node's clock schedule when it begins, so that a report can tell
+/// the node's local time at any entry.
+async fn record_clock(node: String, schedule: crate::clock::ClockSchedule, epoch: Instant, recorder: Recorder) {
+    for (start_ns, local_ns, rate_ppm) in schedule.segments() {
+        if start_ns > 0 {
+            madsim::time::sleep_until(epoch + std::time::Duration::from_nanos(start_ns)).await;
+        }
+        recorder.record(&node, coordsim_checker::history::Event::Clock { local_ns, rate_ppm });
+    }
 }

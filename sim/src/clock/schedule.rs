@@ -128,6 +128,11 @@ impl ClockSchedule {
         }
     }
 
+    /// (true start ns, local ns at that start, rate ppm) of every segment, in time order.
+    pub fn segments(&self) -> impl Iterator<Item = (u64, i64, u64)> + '_ {
+        self.segments.iter().map(|s| (s.start_ns, s.local_at_start_ns, s.rate_ppm))
+    }
+
     /// Whether this clock ever differs from true time.
     pub fn is_true_time(&self) -> bool {
         self.segments == [Segment { start_ns: 0, local_at_start_ns: 0, rate_ppm: RATE_ONE_PPM }]
