@@ -9,6 +9,12 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("slow-client-clock-safe-margin", include_str!("../library/slow-client-clock-safe-margin.toml")),
     ("late-client-deadline", include_str!("../library/late-client-deadline.toml")),
     ("late-client-deadline-fixed", include_str!("../library/late-client-deadline-fixed.toml")),
+    ("grant-to-expired-waiter", include_str!("../library/grant-to-expired-waiter.toml")),
+    ("grant-to-expired-waiter-fixed", include_str!("../library/grant-to-expired-waiter-fixed.toml")),
+    ("deposed-leader-expires-leases", include_str!("../library/deposed-leader-expires-leases.toml")),
+    ("deposed-leader-expires-leases-fixed", include_str!("../library/deposed-leader-expires-leases-fixed.toml")),
+    ("ignore-keepalive-failure", include_str!("../library/ignore-keepalive-failure.toml")),
+    ("ignore-keepalive-failure-fixed", include_str!("../library/ignore-keepalive-failure-fixed.toml")),
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 

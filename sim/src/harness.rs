@@ -70,6 +70,7 @@ pub async fn simulate(scenario: Scenario) -> History {
             members: members.clone(),
             bootstrap: id == 1,
             raft: RaftTiming::default(),
+            bugs: scenario.bugs,
         };
         // Outside the node's tasks, so that it survives a crash of the node.
         let durable = Arc::new(Mutex::new(Durable::default()));
@@ -102,6 +103,7 @@ pub async fn simulate(scenario: Scenario) -> History {
             name: name.clone(),
             addr: client_addr(index + 1),
             servers: servers.clone(),
+            recipe: scenario.lock.recipe,
             lock_name: scenario.lock.name.clone(),
             ttl_ms,
             deadline_ms: scenario.lock.client_deadline.map(|d| d.ms()),
@@ -110,6 +112,7 @@ pub async fn simulate(scenario: Scenario) -> History {
             writes_per_hold: scenario.clients.writes_per_hold,
             think: scenario.clients.think.0,
             resource: (RESOURCE.to_string(), resource_addr()),
+            bugs: scenario.bugs,
         };
         recorder.add_node(&name, NodeRole::Client);
         let (clock, rec) = (clock_of(&name), recorder.clone());

@@ -4,14 +4,28 @@
 //! another's); every server tracks them, but only the *primary* — the server that is the Raft
 //! leader — acts on them: it alone renews on keepalive and proposes the revocation of expired
 //! leases through the log. This follows etcd's lessor (server/lease/lessor.go: Promote, Demote,
-//! Renew, expiry loop). On promotion every lease restarts at its full TTL, as in etcd 3.4: a new
-//! leader cannot know how much of a lease its predecessor had seen used (the cost, leases that
-//! outlive a churn of leaders, is docs/cases/04).
+//! Renew, the expiry loop and checkpoints).
+//!
+//! A new leader cannot know how much of a lease its predecessor saw used, so the primary
+//! *checkpoints* each lease's remaining TTL through the log (periodically, and on every
+//! renewal), and a new primary continues from the last checkpoint. Restarting every lease at
+//! its full TTL instead — etcd 3.4's behaviour, the `ttl_reset_on_leader_change` bug switch —
+//! lets leader churn keep a dead client's lease alive forever (docs/cases/04). With
+//! checkpoints, a lease outlives its deadline by at most the checkpoint interval plus the time
+//! to elect the new leader, per leader change.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::clock::LocalTime;
 use crate::store::LeaseId;
+
+/// What the replicated lease table says of one lease, for a promotion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseInfo {
+    pub id: LeaseId,
+    pub ttl_ms: u64,
+    pub remaining_ms: Option<u64>,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RenewError {
@@ -46,13 +60,32 @@ impl Lessor {
     }
 
     /// This server became leader: it now owns expiry. The lease table is rebuilt from the
-    /// replicated one (`leases`: id and TTL of every lease the store holds), so leases this server
-    /// learned from a snapshot rather than from applied grants are not missed; every lease gets
-    /// its full TTL from now.
-    pub fn promote(&mut self, now: LocalTime, leases: impl IntoIterator<Item = (LeaseId, u64)>) {
+    /// replicated one (`leases`: id, TTL and last checkpointed remaining TTL of every lease the
+    /// store holds), so leases this server learned from a snapshot rather than from applied
+    /// grants are not missed. Each lease continues from its checkpoint (a full TTL if it has
+    /// none), or with `reset_ttl` (the bug switch) restarts at its full TTL.
+    pub fn promote(&mut self, now: LocalTime, leases: impl IntoIterator<Item = LeaseInfo>, reset_ttl: bool) {
         self.primary = true;
         self.revoking.clear();
-        self.leases = leases.into_iter().map(|(lease, ttl_ms)| (lease, (ttl_ms, now.plus_ms(ttl_ms)))).collect();
+        self.leases = leases
+            .into_iter()
+            .map(|lease| {
+                let remaining = if reset_ttl { lease.ttl_ms } else { lease.remaining_ms.unwrap_or(lease.ttl_ms) };
+                (lease.id, (lease.ttl_ms, now.plus_ms(remaining)))
+            })
+            .collect();
+    }
+
+    /// The remaining TTL of every lease, for a checkpoint (primary only; ms, 0 when past).
+    pub fn checkpoints(&self, now: LocalTime) -> Vec<(LeaseId, u64)> {
+        if !self.primary {
+            return Vec::new();
+        }
+        self.leases
+            .iter()
+            .filter(|(lease, _)| !self.revoking.contains(lease))
+            .map(|(lease, (_, deadline))| (*lease, now.ms_until(*deadline)))
+            .collect()
     }
 
     /// This server stopped being leader: it must neither expire leases nor acknowledge renewals.
@@ -123,7 +156,7 @@ mod tests {
     #[test]
     fn primary_expires_after_ttl_once() {
         let mut lessor = Lessor::default();
-        lessor.promote(T0, []);
+        lessor.promote(T0, [], false);
         lessor.on_grant(1, 1000, T0);
         assert!(lessor.take_expired(at_ms(999)).is_empty());
         assert_eq!(lessor.take_expired(at_ms(1000)), vec![1]);
@@ -135,7 +168,7 @@ mod tests {
     #[test]
     fn renew_extends_by_ttl_from_now() {
         let mut lessor = Lessor::default();
-        lessor.promote(T0, []);
+        lessor.promote(T0, [], false);
         lessor.on_grant(1, 1000, T0);
         assert_eq!(lessor.renew(1, at_ms(800)), Ok(1000));
         assert!(lessor.take_expired(at_ms(1799)).is_empty());
@@ -143,13 +176,43 @@ mod tests {
         assert_eq!(lessor.renew(1, at_ms(1801)), Err(RenewError::LeaseNotFound));
     }
 
+    fn info(id: LeaseId, ttl_ms: u64, remaining_ms: Option<u64>) -> LeaseInfo {
+        LeaseInfo { id, ttl_ms, remaining_ms }
+    }
+
     #[test]
-    fn promotion_restarts_every_lease_at_full_ttl() {
+    fn promotion_continues_from_the_last_checkpoint() {
         let mut lessor = Lessor::default();
         lessor.on_grant(1, 1000, T0);
-        lessor.promote(at_ms(900), [(1, 1000)]);
+        lessor.promote(at_ms(900), [info(1, 1000, Some(300))], false);
+        assert!(lessor.take_expired(at_ms(1199)).is_empty());
+        assert_eq!(lessor.take_expired(at_ms(1200)), vec![1]);
+    }
+
+    #[test]
+    fn promotion_without_a_checkpoint_gives_the_full_ttl() {
+        let mut lessor = Lessor::default();
+        lessor.promote(at_ms(900), [info(1, 1000, None)], false);
         assert!(lessor.take_expired(at_ms(1899)).is_empty());
         assert_eq!(lessor.take_expired(at_ms(1900)), vec![1]);
+    }
+
+    #[test]
+    fn ttl_reset_bug_restarts_every_lease_at_full_ttl() {
+        let mut lessor = Lessor::default();
+        lessor.promote(at_ms(900), [info(1, 1000, Some(100))], true);
+        assert!(lessor.take_expired(at_ms(1899)).is_empty());
+        assert_eq!(lessor.take_expired(at_ms(1900)), vec![1]);
+    }
+
+    #[test]
+    fn checkpoints_report_the_remaining_ttl_on_the_primary_only() {
+        let mut lessor = Lessor::default();
+        lessor.on_grant(1, 1000, T0);
+        assert!(lessor.checkpoints(at_ms(100)).is_empty());
+        lessor.promote(T0, [info(1, 1000, None)], false);
+        assert_eq!(lessor.checkpoints(at_ms(400)), vec![(1, 600)]);
+        assert_eq!(lessor.checkpoints(at_ms(1500)), vec![(1, 0)]);
     }
 
     #[test]
@@ -157,7 +220,7 @@ mod tests {
         let mut lessor = Lessor::default();
         lessor.on_grant(1, 1000, T0);
         // Lease 2 came with a snapshot (no grant applied here); lease 1 is gone from the store.
-        lessor.promote(at_ms(100), [(2, 500)]);
+        lessor.promote(at_ms(100), [info(2, 500, None)], false);
         assert_eq!(lessor.renew(1, at_ms(200)), Err(RenewError::LeaseNotFound));
         assert_eq!(lessor.take_expired(at_ms(600)), vec![2]);
     }
@@ -165,7 +228,7 @@ mod tests {
     #[test]
     fn demoted_server_stops_expiring() {
         let mut lessor = Lessor::default();
-        lessor.promote(T0, []);
+        lessor.promote(T0, [], false);
         lessor.on_grant(1, 1000, T0);
         lessor.demote();
         assert!(lessor.take_expired(at_ms(5000)).is_empty());
@@ -175,7 +238,7 @@ mod tests {
     #[test]
     fn revoked_lease_is_forgotten() {
         let mut lessor = Lessor::default();
-        lessor.promote(T0, []);
+        lessor.promote(T0, [], false);
         lessor.on_grant(1, 1000, T0);
         lessor.on_revoke(1);
         assert!(lessor.take_expired(at_ms(5000)).is_empty());

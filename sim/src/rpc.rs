@@ -21,6 +21,11 @@ pub enum ClientRequest {
     /// the server's local time. Stateless on the server: a client resumes on any server with
     /// its next revision, as an etcd watch resumes with `start_revision`.
     Watch { range: KeyRange, from: Revision, wait_ms: u64 },
+    /// etcd's Lock service (v3lock): the server acquires the lock `name` for `lease` with the
+    /// mutex recipe and answers when it holds it. Blocks; served by the leader only.
+    Lock { name: String, lease: LeaseId },
+    /// etcd's Unlock: deletes the holder key.
+    Unlock { key: String },
 }
 
 impl Request for ClientRequest {
@@ -37,6 +42,16 @@ pub enum ClientReply {
     },
     LeaseNotFound,
     Watch(Result<WatchBatch, StoreError>),
+    /// The Lock service holds the lock for the caller: `revision` is the holder key's
+    /// create_revision (the fencing token).
+    Locked {
+        key: String,
+        revision: Revision,
+    },
+    /// The Lock service gave up: the caller's lease is gone (or another store error).
+    LockFailed {
+        reason: String,
+    },
     /// This server is not the leader; `leader` is its best guess.
     NotLeader {
         leader: Option<u64>,

@@ -19,9 +19,9 @@ pub const SERVERS_MAX: usize = 7;
 pub const CLIENTS_MAX: usize = 64;
 /// Longest simulated run.
 pub const DURATION_MAX: Duration = Duration::from_secs(3600);
-/// Shortest lease TTL (etcd's minimum TTL is 5 s by default; we allow shorter for teaching, but
-/// not below a few heartbeats).
-pub const TTL_MIN: Duration = Duration::from_millis(500);
+/// Shortest lease TTL, as the server enforces it (etcd raises shorter TTLs to its minimum,
+/// derived from the election timeout; ours is 1 s against a 300 ms election timeout).
+pub const TTL_MIN: Duration = Duration::from_millis(1000);
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -47,6 +47,10 @@ pub struct Scenario {
     /// A random fault mix that each seed draws from.
     #[serde(default)]
     pub chaos: Option<Chaos>,
+    /// Known real-world bugs, reintroduced by name (all off by default: the fixed path is the
+    /// default path).
+    #[serde(default)]
+    pub bugs: Bugs,
     /// Expected verdict per property; properties not listed are expected to pass.
     #[serde(default)]
     pub expect: BTreeMap<Property, Expectation>,
@@ -64,6 +68,8 @@ pub struct Cluster {
 pub enum Recipe {
     /// etcd's concurrency.Mutex: own key per session, wait for the predecessor's delete.
     EtcdMutex,
+    /// etcd's Lock service (v3lock): the server runs the mutex recipe for the client.
+    EtcdLockApi,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,6 +114,32 @@ pub struct Clients {
     /// Pause between releasing and acquiring again.
     #[serde(default = "Dur::zero")]
     pub think: Dur,
+}
+
+/// Bug switches: each reintroduces one known bug as a plain branch at the one place it lived
+/// (docs/cases). Off by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Bugs {
+    /// The server's Lock service returns success to a waiter without checking that the
+    /// waiter's lease is still alive (etcd 3.4.3, issues 11456/9921; docs/cases/02).
+    pub grant_without_lease_check: bool,
+    /// A leader that steps down keeps its lessor primary: it goes on expiring leases (its
+    /// revocations forwarded to the new leader) and acknowledging keepalives without a quorum
+    /// (etcd issues 12528, 15247; docs/cases/03).
+    pub deposed_leader_expires_leases: bool,
+    /// A new leader restarts every lease at its full TTL instead of continuing from the last
+    /// checkpoint (etcd issues 9395, 13294, 17132; docs/cases/04).
+    pub ttl_reset_on_leader_change: bool,
+    /// A watch started at exactly the compact revision misses the events of that revision
+    /// (docs/cases/05).
+    pub watch_skip_at_compaction: bool,
+    /// "Linearizable" reads are served from the contacted server's state without a read index:
+    /// a follower or a deposed leader answers stale data.
+    pub follower_reads_without_read_index: bool,
+    /// The client ignores failed keepalives ("lease not found", timeouts): its session never
+    /// ends and it goes on acting as holder after its lease expired.
+    pub ignore_keepalive_failure: bool,
 }
 
 /// A fault at a fixed time, as written in `[[nemesis]]`. Which fields apply depends on `kind`;

@@ -13,16 +13,29 @@ use openraft_rt::WatchReceiver;
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
-use crate::lessor::{Lessor, RenewError};
+use crate::lessor::{LeaseInfo, Lessor, RenewError};
 use crate::raft::{
     AppendRpc, Applied, ApplyResult, Durable, LogStore, Network, PreVoteRpc, Raft, SnapshotRpc, StateMachine, VoteRpc,
 };
+use crate::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
 use crate::recorder::Recorder;
 use crate::rpc::{ClientReply, ClientRequest, WatchBatch};
-use crate::store::{Command, CommandResponse, KeyRange, LeaseId, Revision, RevokeReason};
+use crate::scenario::Bugs;
+use crate::store::{
+    Command, CommandResponse, DeleteRangeRequest, EventKind, KeyRange, LeaseId, Revision, RevokeReason,
+};
 
 /// The port every server listens on.
 pub const SERVER_PORT: u16 = 2379;
+
+/// How often the primary checkpoints every lease's remaining TTL through the log: the bound on
+/// how much longer than its TTL a lease can live across one leader change (etcd checkpoints
+/// every 5 minutes; our leases are seconds long).
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The shortest TTL the server grants: shorter requests are raised to it, as etcd raises them to
+/// its minimum (a lease must outlast an election).
+pub const LEASE_TTL_MIN_MS: u64 = 1000;
 
 /// How often the primary looks for expired leases (etcd checks every 500 ms; a finer tick keeps
 /// the expiry bound tight in short scenarios).
@@ -38,6 +51,7 @@ pub struct ServerSpec {
     /// Whether this server initializes the cluster on its first start.
     pub bootstrap: bool,
     pub raft: RaftTiming,
+    pub bugs: Bugs,
 }
 
 /// Raft timing, in ms of the server's local clock.
@@ -57,6 +71,9 @@ impl Default for RaftTiming {
 struct Server {
     name: String,
     raft: Raft,
+    endpoint: Endpoint,
+    members: BTreeMap<u64, SocketAddr>,
+    bugs: Bugs,
     applied: Arc<Mutex<Applied>>,
     lessor: Arc<Mutex<Lessor>>,
     /// Notified after every applied command: wakes watch long-polls.
@@ -102,6 +119,9 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     let server = Arc::new(Server {
         name: spec.name.clone(),
         raft: raft.clone(),
+        endpoint: endpoint.clone(),
+        members: spec.members.clone(),
+        bugs: spec.bugs,
         applied,
         lessor,
         applied_notify,
@@ -123,6 +143,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     }
 
     madsim::task::spawn(server.clone().follow_role());
+    madsim::task::spawn(server.clone().checkpoint_leases());
     server.expire_leases().await;
 }
 
@@ -172,17 +193,26 @@ impl Server {
         match request {
             ClientRequest::Write(command) => self.write(command).await,
             ClientRequest::Range { request, linearizable } => {
-                if linearizable && let Err(reply) = self.read_index().await {
+                // The bug: answer from local state as if it were linearizable.
+                let read_index = linearizable && !self.bugs.follower_reads_without_read_index;
+                if read_index && let Err(reply) = self.read_index().await {
                     return reply;
                 }
                 ClientReply::Range(lock(&self.applied).store.range(&request))
             }
             ClientRequest::KeepAlive { lease } => self.keep_alive(lease).await,
             ClientRequest::Watch { range, from, wait_ms } => self.watch(range, from, wait_ms).await,
+            ClientRequest::Lock { name, lease } => self.lock_service(&name, lease).await,
+            ClientRequest::Unlock { key } => {
+                self.write(Command::DeleteRange(DeleteRangeRequest { range: KeyRange::Key(key), prev_kv: false })).await
+            }
         }
     }
 
-    async fn write(&self, command: Command) -> ClientReply {
+    async fn write(&self, mut command: Command) -> ClientReply {
+        if let Command::LeaseGrant { ttl_ms, .. } = &mut command {
+            *ttl_ms = (*ttl_ms).max(LEASE_TTL_MIN_MS);
+        }
         match self.raft.client_write(command).await {
             Ok(response) => match response.data {
                 ApplyResult::Command(response) => ClientReply::Write(response),
@@ -208,16 +238,94 @@ impl Server {
     }
 
     /// etcd LeaseKeepAlive: only a leader that can still reach a quorum may extend a lease, or a
-    /// deposed leader would acknowledge renewals the cluster never made (docs/cases/03).
+    /// deposed leader would acknowledge renewals the cluster never made (docs/cases/03). The
+    /// renewal is checkpointed through the log before it is acknowledged, so that a new leader
+    /// continues from it.
     async fn keep_alive(&self, lease: LeaseId) -> ClientReply {
-        if let Err(reply) = self.read_index().await {
+        // The bug: a deposed leader whose lessor still thinks it is primary renews on its own.
+        let deposed_primary = self.bugs.deposed_leader_expires_leases && !self.raft.is_leader();
+        if !deposed_primary && let Err(reply) = self.read_index().await {
             return reply;
         }
         let renewed = lock(&self.lessor).renew(lease, self.clock.now());
-        match renewed {
-            Ok(ttl_ms) => ClientReply::KeptAlive { ttl_ms },
-            Err(RenewError::LeaseNotFound) => ClientReply::LeaseNotFound,
-            Err(RenewError::NotPrimary) => ClientReply::NotLeader { leader: None },
+        let ttl_ms = match renewed {
+            Ok(ttl_ms) => ttl_ms,
+            Err(RenewError::LeaseNotFound) => return ClientReply::LeaseNotFound,
+            Err(RenewError::NotPrimary) => return ClientReply::NotLeader { leader: None },
+        };
+        if deposed_primary {
+            return ClientReply::KeptAlive { ttl_ms };
+        }
+        let checkpoint = Command::LeaseCheckpoint { checkpoints: vec![(lease, ttl_ms)] };
+        match self.raft.client_write(checkpoint).await {
+            Ok(_) => ClientReply::KeptAlive { ttl_ms },
+            Err(error) => match error.forward_to_leader() {
+                Some(forward) => ClientReply::NotLeader { leader: forward.leader_id },
+                None => ClientReply::Unavailable { reason: error.to_string() },
+            },
+        }
+    }
+
+    /// etcd's Lock service (server/etcdserver/api/v3lock): runs the mutex recipe here, on the
+    /// leader, against the replicated store, and answers once the caller holds the lock. With
+    /// the `grant_without_lease_check` bug the recipe skips its final check of the caller's key.
+    async fn lock_service(&self, name: &str, lease: LeaseId) -> ClientReply {
+        if !self.raft.is_leader() {
+            return ClientReply::NotLeader { leader: self.raft.current_leader().await };
+        }
+        let check_own_key = !self.bugs.grant_without_lease_check;
+        let (mut mutex, mut step) = EtcdMutex::lock_checked(name, lease, check_own_key);
+        loop {
+            step = match step {
+                MutexStep::Txn(txn) => match self.write(Command::Txn(txn)).await {
+                    ClientReply::Write(CommandResponse::Txn(response)) => mutex.step(MutexInput::Txn(response)),
+                    ClientReply::Write(CommandResponse::Error(error)) => {
+                        return ClientReply::LockFailed { reason: error.to_string() };
+                    }
+                    other => return other,
+                },
+                MutexStep::Range(request) => {
+                    if let Err(reply) = self.read_index().await {
+                        return reply;
+                    }
+                    match lock(&self.applied).store.range(&request) {
+                        Ok(response) => mutex.step(MutexInput::Range(response)),
+                        Err(error) => return ClientReply::LockFailed { reason: error.to_string() },
+                    }
+                }
+                MutexStep::WaitDelete { key, from_revision } => {
+                    if !self.wait_delete(&key, from_revision).await {
+                        return ClientReply::Unavailable { reason: "lost leadership while waiting".into() };
+                    }
+                    mutex.step(MutexInput::Deleted)
+                }
+                MutexStep::Acquired { key, token } => return ClientReply::Locked { key, revision: token },
+                MutexStep::Failed(error) => return ClientReply::LockFailed { reason: error.to_string() },
+            };
+        }
+    }
+
+    /// Waits on this server's applied state until `key` is deleted at or after `from`; false
+    /// if the server stopped being leader meanwhile.
+    async fn wait_delete(&self, key: &str, from: Revision) -> bool {
+        let range = KeyRange::Key(key.to_string());
+        loop {
+            let notified = self.applied_notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            let deleted = match lock(&self.applied).store.events(&range, from, false) {
+                Ok(events) => events.iter().any(|event| event.kind == EventKind::Delete),
+                // Compacted past `from`: the queue must be looked at again anyway.
+                Err(_) => true,
+            };
+            if deleted {
+                return true;
+            }
+            if !self.raft.is_leader() {
+                return false;
+            }
+            // Re-check leadership now and then even if nothing is applied.
+            let _ = madsim::time::timeout(Duration::from_millis(100), notified).await;
         }
     }
 
@@ -231,7 +339,15 @@ impl Server {
             notified.as_mut().enable();
             let header_revision = {
                 let applied = lock(&self.applied);
-                match applied.store.events(&range, from, false) {
+                let events = applied.store.events(&range, from, false).map(|mut events| {
+                    // The bug (etcd issues 18089, 19179; docs/cases/05): a watch from exactly
+                    // the compact revision loses that revision's events.
+                    if self.bugs.watch_skip_at_compaction && from == applied.store.compact_revision() {
+                        events.retain(|event| event.kv.mod_revision != from);
+                    }
+                    events
+                });
+                match events {
                     Err(error) => return ClientReply::Watch(Err(error)),
                     Ok(events) if !events.is_empty() => {
                         return ClientReply::Watch(Ok(WatchBatch {
@@ -265,10 +381,15 @@ impl Server {
                 let was_leader = matches!(last, Some((ServerState::Leader, _)));
                 let is_leader = state == ServerState::Leader;
                 if is_leader && !was_leader {
-                    let leases: Vec<(LeaseId, u64)> =
-                        lock(&self.applied).store.leases().map(|lease| (lease.id, lease.ttl_ms)).collect();
-                    lock(&self.lessor).promote(self.clock.now(), leases);
-                } else if was_leader && !is_leader {
+                    let leases: Vec<LeaseInfo> = lock(&self.applied)
+                        .store
+                        .leases()
+                        .map(|lease| LeaseInfo { id: lease.id, ttl_ms: lease.ttl_ms, remaining_ms: lease.remaining_ms })
+                        .collect();
+                    let reset = self.bugs.ttl_reset_on_leader_change;
+                    lock(&self.lessor).promote(self.clock.now(), leases, reset);
+                } else if was_leader && !is_leader && !self.bugs.deposed_leader_expires_leases {
+                    // (The bug skips this: the deposed leader's lessor stays primary.)
                     lock(&self.lessor).demote();
                 }
                 if last.map(|(s, _)| s) != Some(state) || is_leader {
@@ -289,21 +410,55 @@ impl Server {
             let expired = lock(&self.lessor).take_expired(self.clock.now());
             for lease in expired {
                 let server = self.clone();
-                madsim::task::spawn(async move {
-                    let revoke = Command::LeaseRevoke { id: lease, reason: RevokeReason::Expired };
-                    match server.raft.client_write(revoke).await {
-                        // Recorded once the revocation is committed and applied here: that is
-                        // when the lease's keys are gone for everyone. A deposed leader's
-                        // proposal never gets this far.
-                        Ok(response)
-                            if matches!(response.data, ApplyResult::Command(CommandResponse::LeaseRevoke { .. })) =>
-                        {
-                            server.recorder.record(&server.name, Event::LeaseExpiry { lease });
-                        }
-                        Ok(_) => {} // already revoked by its owner
-                        Err(_) => lock(&server.lessor).revoke_failed(lease),
-                    }
-                });
+                madsim::task::spawn(async move { server.revoke_expired(lease).await });
+            }
+        }
+    }
+
+    async fn revoke_expired(&self, lease: LeaseId) {
+        let revoke = Command::LeaseRevoke { id: lease, reason: RevokeReason::Expired };
+        let response = if self.raft.is_leader() {
+            self.raft.client_write(revoke).await.map(|r| r.data).map_err(|e| e.to_string())
+        } else {
+            // Only a deposed leader with the bug switch gets here: like etcd, it proposes through
+            // whoever leads now, and the revocation commits.
+            self.forward(revoke).await
+        };
+        match response {
+            // Recorded once the revocation is committed and applied: that is when the lease's
+            // keys are gone for everyone.
+            Ok(ApplyResult::Command(CommandResponse::LeaseRevoke { .. })) => {
+                self.recorder.record(&self.name, Event::LeaseExpiry { lease });
+            }
+            Ok(_) => {} // already revoked by its owner
+            Err(_) => lock(&self.lessor).revoke_failed(lease),
+        }
+    }
+
+    /// Sends a command to the current leader as a client would.
+    async fn forward(&self, command: Command) -> Result<ApplyResult, String> {
+        let leader = self.raft.current_leader().await.ok_or("no leader known")?;
+        let addr = *self.members.get(&leader).ok_or("leader not a member")?;
+        let reply = crate::netfault::call(&self.endpoint, addr, ClientRequest::Write(command), Duration::from_secs(1))
+            .await
+            .map_err(|e| e.to_string())?;
+        match reply {
+            ClientReply::Write(response) => Ok(ApplyResult::Command(response)),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    /// The primary's checkpoint loop: record every lease's remaining TTL in the log.
+    async fn checkpoint_leases(self: Arc<Self>) {
+        loop {
+            self.clock.sleep(CHECKPOINT_INTERVAL).await;
+            if !self.raft.is_leader() {
+                continue;
+            }
+            let checkpoints = lock(&self.lessor).checkpoints(self.clock.now());
+            if !checkpoints.is_empty() {
+                // A failure (lost leadership) is fine: the next leader checkpoints on its own.
+                let _ = self.raft.client_write(Command::LeaseCheckpoint { checkpoints }).await;
             }
         }
     }

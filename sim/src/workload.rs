@@ -8,11 +8,12 @@ use std::time::Duration;
 use coordsim_checker::history::{Call, Event, Phase, Return};
 use madsim::net::Endpoint;
 
-use crate::client::{Client, Session, lock, unlock};
+use crate::client::{Client, Session, lock, lock_api, unlock, unlock_api};
 use crate::clock::Clock;
 use crate::netfault;
 use crate::recorder::Recorder;
 use crate::rpc::{ResourceReply, ResourceWrite};
+use crate::scenario::Recipe;
 
 /// How long a write to the resource may take before its outcome counts as unknown.
 const RESOURCE_TIMEOUT: Duration = Duration::from_millis(500);
@@ -25,6 +26,7 @@ pub struct ClientPlan {
     pub name: String,
     pub addr: SocketAddr,
     pub servers: Vec<(u64, SocketAddr)>,
+    pub recipe: Recipe,
     pub lock_name: String,
     pub ttl_ms: u64,
     /// How long the client keeps acting after its last acknowledged keepalive, by its clock
@@ -36,6 +38,7 @@ pub struct ClientPlan {
     pub writes_per_hold: u32,
     pub think: Duration,
     pub resource: (String, SocketAddr),
+    pub bugs: crate::scenario::Bugs,
 }
 
 /// How a hold ended.
@@ -54,12 +57,25 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
         Client::connect(plan.addr, plan.servers.clone(), clock.clone()).await.expect("a client binds its own address");
     let mut written = 0u64;
     loop {
-        let Some(session) = Session::open(&client, &recorder, &plan.name, plan.ttl_ms, plan.deadline_ms).await else {
+        let Some(session) = Session::open(
+            &client,
+            &recorder,
+            &plan.name,
+            plan.ttl_ms,
+            plan.deadline_ms,
+            plan.bugs.ignore_keepalive_failure,
+        )
+        .await
+        else {
             clock.sleep(SESSION_RETRY).await;
             continue;
         };
         while session.ended().is_none() {
-            let Ok((key, token)) = lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await else {
+            let acquired = match plan.recipe {
+                Recipe::EtcdMutex => lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await,
+                Recipe::EtcdLockApi => lock_api(&client, &session, &recorder, &plan.name, &plan.lock_name).await,
+            };
+            let Ok((key, token)) = acquired else {
                 break;
             };
             belief(&recorder, &plan, token, Phase::Start, None);
@@ -67,13 +83,11 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             match end {
                 HoldEnd::Release => {
                     belief(&recorder, &plan, token, Phase::End, Some("unlocked"));
-                    unlock(&client, &recorder, &plan.name, &plan.lock_name, &key, Duration::from_millis(plan.ttl_ms))
-                        .await;
+                    release(&plan, &client, &recorder, &key).await;
                 }
                 HoldEnd::Rejected => {
                     belief(&recorder, &plan, token, Phase::End, Some("write rejected: a newer holder exists"));
-                    unlock(&client, &recorder, &plan.name, &plan.lock_name, &key, Duration::from_millis(plan.ttl_ms))
-                        .await;
+                    release(&plan, &client, &recorder, &key).await;
                 }
                 HoldEnd::SessionEnded => {
                     let reason = session.ended().map(|end| end.to_string());
@@ -84,6 +98,14 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
         }
         drop(session);
         clock.sleep(SESSION_RETRY).await;
+    }
+}
+
+async fn release(plan: &ClientPlan, client: &Client, recorder: &Recorder, key: &str) {
+    let budget = Duration::from_millis(plan.ttl_ms);
+    match plan.recipe {
+        Recipe::EtcdMutex => unlock(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
+        Recipe::EtcdLockApi => unlock_api(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
     }
 }
 

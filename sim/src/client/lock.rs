@@ -8,6 +8,7 @@ use coordsim_checker::history::{Call, Return};
 use super::{Client, Session, SessionEnd, Unavailable};
 use crate::recipe::mutex::{EtcdMutex, MutexError, MutexInput, MutexStep};
 use crate::recorder::Recorder;
+use crate::rpc::{ClientReply, ClientRequest};
 use crate::store::{Command, CommandResponse, DeleteRangeRequest, EventKind, KeyRange, StoreError};
 
 /// How long one watch long-poll waits on the server before returning empty.
@@ -105,6 +106,59 @@ pub async fn unlock(client: &Client, recorder: &Recorder, node: &str, name: &str
     let delete = DeleteRangeRequest { range: KeyRange::Key(key.to_string()), prev_kv: false };
     match client.write(Command::DeleteRange(delete), budget).await {
         Ok(CommandResponse::DeleteRange(_)) => recorder.ok(node, op, Return::Unlocked),
+        Ok(other) => recorder.fail(node, op, format!("{other:?}")),
+        Err(error) => recorder.info(node, op, error.to_string()),
+    }
+}
+
+/// Acquires the lock `name` through the server's Lock service (etcd v3lock): the server runs
+/// the mutex recipe and answers once we hold the lock. Records one `lock` operation, like
+/// [`lock`]. A blocked call is retried (the recipe's create is idempotent for one session)
+/// until the session ends.
+pub async fn lock_api(
+    client: &Client,
+    session: &Session,
+    recorder: &Recorder,
+    node: &str,
+    name: &str,
+) -> Result<(String, i64), LockError> {
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease });
+    // The call blocks on the server until the lock is ours, however long the queue: no
+    // timeout of its own (like a gRPC call without a deadline); the session's end aborts it.
+    let patience = Duration::from_secs(3600);
+    let request = ClientRequest::Lock { name: name.to_string(), lease: session.lease };
+    loop {
+        if let Some(end) = session.ended() {
+            // The server may still grant the lock to the dead session: the outcome is unknown.
+            recorder.info(node, op, end.to_string());
+            return Err(LockError::SessionEnded(end));
+        }
+        let call = std::pin::pin!(client.call_with(request.clone(), patience, patience));
+        let ended = std::pin::pin!(session.wait_end());
+        let reply = match futures::future::select(call, ended).await {
+            futures::future::Either::Left((reply, _)) => reply,
+            futures::future::Either::Right(_) => continue,
+        };
+        match reply {
+            Ok(ClientReply::Locked { key, revision }) => {
+                recorder.ok(node, op, Return::Locked { key: key.clone(), token: revision });
+                return Ok((key, revision));
+            }
+            Ok(ClientReply::LockFailed { reason }) => {
+                recorder.fail(node, op, reason.clone());
+                return Err(LockError::Store(StoreError::InvalidRequest(reason)));
+            }
+            // Timeouts and lost leadership: ask again (the server-side waiter may still run).
+            Ok(_) | Err(_) => {}
+        }
+    }
+}
+
+/// Releases a lock taken through the Lock service (etcd v3lock Unlock).
+pub async fn unlock_api(client: &Client, recorder: &Recorder, node: &str, name: &str, key: &str, budget: Duration) {
+    let op = recorder.invoke(node, Call::Unlock { name: name.to_string(), key: key.to_string() });
+    match client.call(ClientRequest::Unlock { key: key.to_string() }, budget).await {
+        Ok(ClientReply::Write(CommandResponse::DeleteRange(_))) => recorder.ok(node, op, Return::Unlocked),
         Ok(other) => recorder.fail(node, op, format!("{other:?}")),
         Err(error) => recorder.info(node, op, error.to_string()),
     }

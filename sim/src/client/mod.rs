@@ -15,7 +15,7 @@ use crate::netfault;
 use crate::rpc::{ClientReply, ClientRequest, WatchBatch};
 use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
 
-pub use lock::{LockError, lock, unlock};
+pub use lock::{LockError, lock, lock_api, unlock, unlock_api};
 pub use session::{Session, SessionEnd};
 
 /// How long one RPC may take before the client tries another server.
@@ -61,6 +61,17 @@ impl Client {
     /// Sends `request` to the leader, following redirects and trying each server in turn until
     /// one answers or `budget` of local time is spent.
     pub async fn call(&self, request: ClientRequest, budget: Duration) -> Result<ClientReply, Unavailable> {
+        self.call_with(request, RPC_TIMEOUT, budget).await
+    }
+
+    /// [`Client::call`] with another per-attempt timeout, for requests that block on the server
+    /// (the Lock service).
+    pub async fn call_with(
+        &self,
+        request: ClientRequest,
+        attempt_timeout: Duration,
+        budget: Duration,
+    ) -> Result<ClientReply, Unavailable> {
         let deadline = self.clock.now().plus_ms(budget.as_millis() as u64);
         let mut attempts = 0;
         let mut last = String::from("no attempt");
@@ -68,7 +79,7 @@ impl Client {
             attempts += 1;
             let index = *self.target.lock().expect("client lock poisoned");
             let (_, addr) = self.servers[index];
-            let timeout = RPC_TIMEOUT.min(remaining(self.clock.now(), deadline)).max(Duration::from_millis(1));
+            let timeout = attempt_timeout.min(remaining(self.clock.now(), deadline)).max(Duration::from_millis(1));
             match netfault::call(&self.endpoint, addr, request.clone(), timeout).await {
                 Ok(ClientReply::NotLeader { leader: Some(leader) }) if self.index_of(leader) != Some(index) => {
                     last = format!("redirected to s{leader}");

@@ -60,6 +60,7 @@ impl Session {
         node: &str,
         ttl_ms: u64,
         deadline_ms: Option<u64>,
+        ignore_failures: bool,
     ) -> Option<Session> {
         // The lease can be no older than the moment the grant was sent: count from there.
         let sent = client.clock().now();
@@ -86,6 +87,7 @@ impl Session {
             ttl_ms,
             deadline_ms: deadline_ms.unwrap_or(ttl_ms),
             watch_deadline: deadline_ms.is_some(),
+            ignore_failures,
             last_ack_sent: sent,
         };
         let keepalive = madsim::task::spawn(keeper.run(state.clone()));
@@ -129,6 +131,8 @@ struct KeepAlive {
     /// Whether the client watches that deadline continuously (a client with a local lease
     /// deadline), or only notices it when a keepalive attempt ends (etcd clientv3's default).
     watch_deadline: bool,
+    /// The `ignore_keepalive_failure` bug switch: failed keepalives never end the session.
+    ignore_failures: bool,
     /// When the last acknowledged keepalive (or the grant) was sent, by the client's clock: the
     /// server extended the lease no earlier than that.
     last_ack_sent: LocalTime,
@@ -153,7 +157,7 @@ impl KeepAlive {
         loop {
             let deadline = self.last_ack_sent.plus_ms(self.deadline_ms);
             // Without a watched deadline it is only checked after an attempt (below).
-            let watched = if self.watch_deadline { deadline } else { LocalTime(i64::MAX) };
+            let watched = if self.watch_deadline && !self.ignore_failures { deadline } else { LocalTime(i64::MAX) };
             if clock.now() >= watched {
                 return SessionEnd::KeepAliveTimeout;
             }
@@ -180,12 +184,14 @@ impl KeepAlive {
                 }
                 Ok(ClientReply::LeaseNotFound) => {
                     self.recorder.fail(&self.node, op, "lease not found");
-                    return SessionEnd::LeaseGone;
+                    if !self.ignore_failures {
+                        return SessionEnd::LeaseGone;
+                    }
                 }
                 Ok(other) => self.recorder.info(&self.node, op, format!("{other:?}")),
                 Err(error) => self.recorder.info(&self.node, op, error.to_string()),
             }
-            if clock.now() >= deadline {
+            if clock.now() >= deadline && !self.ignore_failures {
                 return SessionEnd::KeepAliveTimeout;
             }
         }

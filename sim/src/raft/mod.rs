@@ -59,6 +59,7 @@ impl fmt::Display for Command {
                 write!(f, "lease-revoke id={id} reason={reason:?}")
             }
             Command::Compact { revision } => write!(f, "compact revision={revision}"),
+            Command::LeaseCheckpoint { checkpoints } => write!(f, "lease-checkpoint leases={}", checkpoints.len()),
         }
     }
 }

@@ -66,13 +66,29 @@ pub struct EtcdMutex {
     key: String,
     my_revision: Revision,
     state: State,
+    /// Step 4 (re-read our own key before reporting success). Off only for the
+    /// `grant_without_lease_check` bug switch: etcd 3.4.3's Lock service skipped it and granted
+    /// the lock to a waiter whose lease had expired while it waited (docs/cases/02).
+    check_own_key: bool,
 }
 
 impl EtcdMutex {
     /// Starts acquiring the lock `prefix` for the session `lease`; returns the first step.
     pub fn lock(prefix: &str, lease: LeaseId) -> (EtcdMutex, MutexStep) {
+        Self::lock_checked(prefix, lease, true)
+    }
+
+    /// [`EtcdMutex::lock`], with the final check of our own key on or off (off: the
+    /// `grant_without_lease_check` bug).
+    pub fn lock_checked(prefix: &str, lease: LeaseId, check_own_key: bool) -> (EtcdMutex, MutexStep) {
         let key = holder_key(prefix, lease);
-        let mutex = EtcdMutex { prefix: prefix.to_string(), key: key.clone(), my_revision: 0, state: State::Creating };
+        let mutex = EtcdMutex {
+            prefix: prefix.to_string(),
+            key: key.clone(),
+            my_revision: 0,
+            state: State::Creating,
+            check_own_key,
+        };
         let oldest = oldest_holder(prefix);
         let txn = TxnRequest {
             compare: vec![Compare {
@@ -150,6 +166,10 @@ impl EtcdMutex {
             Some(predecessor) => {
                 self.state = State::WaitingForDelete;
                 MutexStep::WaitDelete { key: predecessor.key.clone(), from_revision: response.header.revision + 1 }
+            }
+            None if !self.check_own_key => {
+                self.state = State::Done;
+                MutexStep::Acquired { key: self.key.clone(), token: self.my_revision }
             }
             None => {
                 self.state = State::CheckingOwnKey;
@@ -287,6 +307,22 @@ mod tests {
         delete(&mut store, &k1);
         let s2 = m2.step(MutexInput::Deleted);
         assert_eq!(drive(&mut store, &mut m2, s2), MutexStep::Failed(MutexError::SessionExpired(m2.key().to_string())));
+    }
+
+    #[test]
+    fn without_the_own_key_check_an_expired_waiter_is_granted() {
+        // The grant_without_lease_check bug (docs/cases/02), at the recipe level.
+        let mut store = Store::new();
+        let holder = grant(&mut store, 5000);
+        let waiter = grant(&mut store, 1000);
+        let (mut m1, s1) = EtcdMutex::lock("/lock/r", holder);
+        let MutexStep::Acquired { key: k1, .. } = drive(&mut store, &mut m1, s1) else { panic!("holder acquires") };
+        let (mut m2, s2) = EtcdMutex::lock_checked("/lock/r", waiter, false);
+        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::WaitDelete { .. }));
+        store.apply(&Command::LeaseRevoke { id: waiter, reason: RevokeReason::Expired });
+        delete(&mut store, &k1);
+        let s2 = m2.step(MutexInput::Deleted);
+        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::Acquired { .. }), "granted to a dead session");
     }
 
     #[test]

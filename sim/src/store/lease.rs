@@ -70,9 +70,20 @@ impl LeaseTable {
         if id == 0 {
             self.next_id = granted + 1;
         }
-        let lease = Lease { id: granted, ttl_ms, keys: BTreeSet::new() };
+        let lease = Lease { id: granted, ttl_ms, keys: BTreeSet::new(), remaining_ms: None };
         self.leases.insert(granted, lease);
         Ok(granted)
+    }
+
+    /// Record a checkpointed remaining TTL; false if the lease does not exist.
+    pub fn checkpoint(&mut self, id: LeaseId, remaining_ms: u64) -> bool {
+        match self.leases.get_mut(&id) {
+            Some(lease) => {
+                lease.remaining_ms = Some(remaining_ms.min(lease.ttl_ms));
+                true
+            }
+            None => false,
+        }
     }
 
     /// Remove the lease; its keys must already be gone.

@@ -82,6 +82,12 @@ impl Store {
             Command::LeaseGrant { id, ttl_ms } => self.lease_grant(*id, *ttl_ms),
             Command::LeaseRevoke { id, reason: _ } => self.lease_revoke(*id),
             Command::Compact { revision } => self.compact(*revision),
+            Command::LeaseCheckpoint { checkpoints } => {
+                for (id, remaining_ms) in checkpoints {
+                    self.leases.checkpoint(*id, *remaining_ms);
+                }
+                Ok(CommandResponse::LeaseCheckpoint { header: self.header() })
+            }
         };
         result.unwrap_or_else(CommandResponse::Error)
     }

@@ -193,8 +193,12 @@ impl Model {
     }
 
     fn lease_table(&self) -> Vec<Lease> {
-        let lease =
-            |(&id, &ttl_ms): (&LeaseId, &u64)| Lease { id, ttl_ms, keys: self.lease_keys(id).into_iter().collect() };
+        let lease = |(&id, &ttl_ms): (&LeaseId, &u64)| Lease {
+            id,
+            ttl_ms,
+            keys: self.lease_keys(id).into_iter().collect(),
+            remaining_ms: None,
+        };
         self.leases.iter().map(lease).collect()
     }
 }

@@ -178,6 +178,12 @@ pub enum Command {
     Compact {
         revision: Revision,
     },
+    /// Record each lease's remaining TTL as the leader sees it (etcd's lease checkpoints), so
+    /// that a new leader continues the countdown instead of restarting every lease at its full
+    /// TTL (docs/cases/04). Unknown leases are skipped (revoked meanwhile).
+    LeaseCheckpoint {
+        checkpoints: Vec<(LeaseId, u64)>,
+    },
 }
 
 /// Why a lease was revoked: asked by a client, or expired by the leader's lessor.
@@ -250,6 +256,9 @@ pub enum CommandResponse {
     Compact {
         header: ResponseHeader,
     },
+    LeaseCheckpoint {
+        header: ResponseHeader,
+    },
     /// The request was rejected; the store did not change.
     Error(StoreError),
 }
@@ -298,4 +307,8 @@ pub struct Lease {
     pub ttl_ms: u64,
     /// Keys currently attached, in key order.
     pub keys: std::collections::BTreeSet<String>,
+    /// The remaining TTL at the last checkpoint (ms), `None` before the first: a new leader
+    /// starts the lease's countdown from here.
+    #[serde(default)]
+    pub remaining_ms: Option<u64>,
 }
