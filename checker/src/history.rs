@@ -15,6 +15,22 @@
 //!  "nodes":[{"name":"s1","role":"server"},...],
 //!  "entries":[{"time_ns":12000000,"node":"c1","type":"invoke","op":3,"call":{"f":"lock","name":"/lock/r","lease":1}}, ...]}
 //! ```
+//!
+//! # Key-value operations, watches and wakeups
+//!
+//! Besides the lock workload, a runner may record (each form below is one entry's JSON, without
+//! `time_ns` and `node`):
+//! - key-value operations, as operations with [`Call::Put`], [`Call::Get`], [`Call::Delete`] and
+//!   [`Call::Cas`] and their [`Return`]s; every write that completes `ok` carries the store
+//!   revision it created, so the watch checker can match deliveries to writes:
+//!   `{"type":"invoke","op":7,"call":{"f":"put","key":"k1","value":"v7"}}` then
+//!   `{"type":"ok","op":7,"ret":{"f":"put","revision":12}}`;
+//! - watch streams, recorded by the watching client: [`Event::WatchStart`],
+//!   [`Event::WatchEvents`], [`Event::WatchProgress`], [`Event::WatchEnd`];
+//! - lock queue wakeups, recorded by a waiting client: [`Event::Wakeup`];
+//! - lease checkpoints, recorded by the leader: [`Event::LeaseCheckpoint`].
+//!
+//! Checkers that need these pass trivially (and say so) on histories without them.
 
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +70,8 @@ pub enum NodeRole {
 pub type OpId = u64;
 /// Identifies one fault across its start and its end.
 pub type FaultId = u64;
+/// Identifies one watch stream across its start, deliveries and end; unique within a history.
+pub type WatchId = u64;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -116,8 +134,97 @@ pub enum Event {
     Role { role: RaftRole, term: u64 },
     /// A lease expired: the leader's lessor found it past its deadline (by the leader's local
     /// clock), and its revocation is now committed and applied on that leader (the lease's keys
-    /// are deleted). Recorded by that leader.
+    /// are deleted). Recorded by that leader. Every expiry must be recorded, once: a leader that
+    /// dies between applying the revocation and recording it leaves a lease that, to the
+    /// checkers, never expired (`lease_liveness` fails), so a runner that can lose the record
+    /// this way should record it where the revocation is applied instead.
     LeaseExpiry { lease: i64 },
+    /// The leader checkpointed a lease's remaining time to live through the log, so that a new
+    /// leader continues from it instead of restarting the lease at its full TTL. Recorded by that
+    /// leader once the checkpoint is committed and applied on it; `remaining_ms` is by the
+    /// leader's clock at the moment it took the checkpoint.
+    /// `{"type":"lease_checkpoint","lease":5,"remaining_ms":2400}`
+    LeaseCheckpoint { lease: i64, remaining_ms: u64 },
+    /// A client's watch stream is established: from now on it delivers every change to `key` (or,
+    /// with `prefix`, to every key that starts with `key`) at revisions from `start_revision` on,
+    /// in revision order. For a watch asked to start "now", `start_revision` is the revision the
+    /// server said the stream starts at (etcd: the created response's header revision + 1).
+    /// Recorded by the client when the server confirms the stream. `watch` is unique within the
+    /// history (a stream resumed elsewhere after a failure is a new stream).
+    /// `{"type":"watch_start","watch":1,"key":"k1","start_revision":5}`,
+    /// `{"type":"watch_start","watch":2,"key":"/locks/r/","prefix":true,"start_revision":1}`
+    WatchStart {
+        watch: WatchId,
+        key: String,
+        #[serde(default, skip_serializing_if = "is_false")]
+        prefix: bool,
+        start_revision: i64,
+    },
+    /// The client received one response of the stream carrying changes, in the order received.
+    /// All changes of one revision (one transaction) must arrive in one response.
+    /// `{"type":"watch_events","watch":1,"events":[{"revision":5,"key":"k1","kind":"delete"},
+    /// {"revision":6,"key":"k1","kind":"put","value":"v9"}]}`
+    WatchEvents { watch: WatchId, events: Vec<WatchedChange> },
+    /// The client received a progress notification: every change at a revision up to `revision`
+    /// has been delivered on this stream.
+    /// `{"type":"watch_progress","watch":1,"revision":9}`
+    WatchProgress { watch: WatchId, revision: i64 },
+    /// The stream ended. With `compacted`, the server refused it because the revisions it still
+    /// had to deliver were compacted away (etcd's `CompactRevision`, given as
+    /// `compact_revision`); no change below that revision will come.
+    /// `{"type":"watch_end","watch":1,"reason":"cancelled"}`,
+    /// `{"type":"watch_end","watch":1,"reason":"compacted","compact_revision":7}`
+    WatchEnd {
+        watch: WatchId,
+        reason: WatchEndReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compact_revision: Option<i64>,
+    },
+    /// A waiting lock client woke up: the watch it waited on fired (its predecessor's key, or the
+    /// lock key, was deleted) and it goes to look at the queue again. `waiter` is the client's
+    /// own entry in the queue (etcd: its key under the lock prefix; ZooKeeper: its sequential
+    /// node), or the client's name for a recipe without one (a compare-and-swap loop).
+    /// Recorded by the waiting client.
+    /// `{"type":"wakeup","lock":"/locks/r","waiter":"/locks/r/694d7c1e2f3a"}`
+    Wakeup { lock: String, waiter: String },
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// One change delivered on a watch stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchedChange {
+    /// The revision of the change (the key's mod_revision; for a delete, the revision of the
+    /// delete).
+    pub revision: i64,
+    pub key: String,
+    pub kind: ChangeKind,
+    /// The value a put wrote, when the runner records it; checked against the write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Put,
+    Delete,
+}
+
+/// Why a watch stream ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchEndReason {
+    /// The client cancelled the stream.
+    Cancelled,
+    /// The server ended it: its start (or next) revision was compacted (see `compact_revision`).
+    Compacted,
+    /// The stream broke (its server went away, the connection was lost); the client may start a
+    /// new stream.
+    Broken,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,6 +299,37 @@ pub enum Call {
         token: i64,
         value: String,
     },
+    /// Write `value` to `key` in the store. `{"f":"put","key":"k1","value":"v7"}`
+    Put {
+        key: String,
+        value: String,
+    },
+    /// Read `key` (a linearizable read). `{"f":"get","key":"k1"}`
+    Get {
+        key: String,
+    },
+    /// Delete `key`. `{"f":"delete","key":"k1"}`
+    Delete {
+        key: String,
+    },
+    /// If `key` holds `expected` (`null`: the key is absent), write `new`; atomically (an etcd
+    /// transaction comparing the value). `{"f":"cas","key":"k1","expected":"v7","new":"v8"}`
+    Cas {
+        key: String,
+        #[serde(default)]
+        expected: Option<String>,
+        new: String,
+    },
+}
+
+impl Call {
+    /// The key of a key-value operation; `None` for the lock workload's calls.
+    pub fn kv_key(&self) -> Option<&str> {
+        match self {
+            Call::Put { key, .. } | Call::Get { key } | Call::Delete { key } | Call::Cas { key, .. } => Some(key),
+            _ => None,
+        }
+    }
 }
 
 /// What an `ok` operation returned.
@@ -213,6 +351,47 @@ pub enum Return {
     },
     Unlocked,
     Written,
+    /// A put took effect at store `revision`. `{"f":"put","revision":12}`
+    Put {
+        revision: i64,
+    },
+    /// A get read `value` (`null`: the key is absent) from the store at `revision` (the store's
+    /// revision when the read was served, etcd's header revision).
+    /// `{"f":"got","value":"v7","revision":12}`
+    Got {
+        #[serde(default)]
+        value: Option<String>,
+        revision: i64,
+    },
+    /// A delete removed `count` keys (0 or 1 for one key) at `revision` (when `count` is 0, the
+    /// store's revision, unchanged). `{"f":"deleted","count":1,"revision":13}`
+    Deleted {
+        count: u64,
+        revision: i64,
+    },
+    /// A compare-and-swap ran: `swapped` says whether the value matched and `new` was written, at
+    /// `revision` (when not swapped, the store's revision, unchanged).
+    /// `{"f":"cas","swapped":true,"revision":14}`
+    Cas {
+        swapped: bool,
+        revision: i64,
+    },
+}
+
+impl Return {
+    /// Whether this is the return a call of `call`'s kind gives, for the key-value calls (the
+    /// lock workload's returns are not checked here).
+    fn matches_kv_call(&self, call: &Call) -> bool {
+        match (call, self) {
+            (Call::Put { .. }, Return::Put { .. })
+            | (Call::Get { .. }, Return::Got { .. })
+            | (Call::Delete { .. }, Return::Deleted { .. })
+            | (Call::Cas { .. }, Return::Cas { .. }) => true,
+            (Call::Put { .. } | Call::Get { .. } | Call::Delete { .. } | Call::Cas { .. }, _) => false,
+            (_, Return::Put { .. } | Return::Got { .. } | Return::Deleted { .. } | Return::Cas { .. }) => false,
+            _ => true,
+        }
+    }
 }
 
 impl History {
@@ -259,9 +438,10 @@ impl History {
         };
         let known = |name: &str| name == "nemesis" || self.nodes.iter().any(|n| n.name == name);
         let mut last_ns = 0;
-        let mut open_ops: std::collections::BTreeMap<OpId, &str> = std::collections::BTreeMap::new();
+        let mut open_ops: std::collections::BTreeMap<OpId, (&str, &Call)> = std::collections::BTreeMap::new();
         let mut done_ops: std::collections::BTreeSet<OpId> = std::collections::BTreeSet::new();
         let mut open_beliefs: std::collections::BTreeSet<(&str, &str, i64)> = std::collections::BTreeSet::new();
+        let mut watches = WatchValidator::default();
         // Time and nodes first: a disordered history would otherwise surface as some later,
         // more confusing complaint.
         for (index, entry) in self.entries.iter().enumerate() {
@@ -286,17 +466,21 @@ impl History {
         }
         for (index, entry) in self.entries.iter().enumerate() {
             match &entry.event {
-                Event::Invoke { op, .. } => {
+                Event::Invoke { op, call } => {
                     if open_ops.contains_key(op) || done_ops.contains(op) {
                         return invalid(index, "op", format!("operation {op} is invoked twice"));
                     }
-                    open_ops.insert(*op, &entry.node);
+                    open_ops.insert(*op, (&entry.node, call));
+                }
+                Event::Ok { op, ret, .. } if open_ops.get(op).is_some_and(|(_, call)| !ret.matches_kv_call(call)) => {
+                    let (_, call) = open_ops[op];
+                    return invalid(index, "ret", format!("operation {op} is a {call:?} call, answered with {ret:?}"));
                 }
                 Event::Ok { op, .. } | Event::Fail { op, .. } | Event::Info { op, .. } => match open_ops.remove(op) {
-                    Some(node) if node == entry.node => {
+                    Some((node, _)) if node == entry.node => {
                         done_ops.insert(*op);
                     }
-                    Some(node) => {
+                    Some((node, _)) => {
                         return invalid(
                             index,
                             "node",
@@ -334,6 +518,9 @@ impl History {
                 }
                 _ => {}
             }
+            if let Err((field, message)) = watches.step(entry) {
+                return invalid(index, field, message);
+            }
         }
         Ok(())
     }
@@ -348,6 +535,45 @@ impl History {
     /// Formats a true time as seconds with millisecond precision, e.g. `12.003s`.
     pub fn fmt_time(time_ns: u64) -> String {
         format!("{}.{:03}s", time_ns / 1_000_000_000, (time_ns / 1_000_000) % 1000)
+    }
+}
+
+/// The watch streams' part of [`History::validate`]: a stream starts once, on one client, and
+/// only that client records its deliveries and its end, between the two.
+#[derive(Default)]
+struct WatchValidator<'a> {
+    /// Stream → (client, ended).
+    streams: std::collections::BTreeMap<WatchId, (&'a str, bool)>,
+}
+
+impl<'a> WatchValidator<'a> {
+    fn step(&mut self, entry: &'a Entry) -> Result<(), (&'static str, String)> {
+        let watch = match &entry.event {
+            Event::WatchStart { watch, .. } => {
+                if self.streams.insert(*watch, (&entry.node, false)).is_some() {
+                    return Err(("watch", format!("watch {watch} starts twice")));
+                }
+                return Ok(());
+            }
+            Event::WatchEnd { reason: WatchEndReason::Compacted, compact_revision: None, .. } => {
+                return Err(("compact_revision", "a watch ended by compaction names the compact revision".into()));
+            }
+            Event::WatchEvents { watch, .. } | Event::WatchProgress { watch, .. } | Event::WatchEnd { watch, .. } => {
+                *watch
+            }
+            _ => return Ok(()),
+        };
+        match self.streams.get_mut(&watch) {
+            None => Err(("watch", format!("watch {watch} was never started"))),
+            Some((_, true)) => Err(("watch", format!("watch {watch} has already ended"))),
+            Some((client, _)) if *client != entry.node => {
+                Err(("node", format!("watch {watch} belongs to {client}, not {}", entry.node)))
+            }
+            Some((_, ended)) => {
+                *ended = matches!(entry.event, Event::WatchEnd { .. });
+                Ok(())
+            }
+        }
     }
 }
 

@@ -135,6 +135,7 @@ fn call_name(call: &Call) -> &'static str {
         Call::Lock { .. } => "lock",
         Call::Unlock { .. } => "unlock",
         Call::Write { .. } => "write",
+        Call::Put { .. } | Call::Get { .. } | Call::Delete { .. } | Call::Cas { .. } => "key-value",
     }
 }
 

@@ -111,9 +111,14 @@ impl<S: Eq + Hash + Clone> Cache<S> {
         self.slots.len() * 8 + self.states.capacity() * (size_of::<(S, StateId)>() + 1)
     }
 
-    #[cfg(test)]
+    /// (set, state) pairs recorded: the search steps that entered a new pair.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Distinct model states interned.
+    pub(crate) fn states(&self) -> usize {
+        self.states.len()
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::budget::{Budget, Meter, Stop};
-use super::engine::{self, Outcome, entries_of};
+use super::engine::{self, Outcome, SearchStats, entries_of};
 use super::entries::END;
 use super::model::Model;
 use super::operation::{HistoryError, Operation};
@@ -21,6 +21,33 @@ pub fn check<M: Model>(
     history: &[Operation<M::Input, M::Output>],
     options: &CheckOptions,
 ) -> Result<Verdict, HistoryError> {
+    check_with_stats(model, history, options).map(|(verdict, _)| verdict)
+}
+
+/// What a check cost: how much of the search space it entered and the memory its caches held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckStats {
+    /// Partitions searched (those skipped after an earlier failure are not counted).
+    pub partitions: usize,
+    /// (set of linearized operations, model state) pairs entered, summed over partitions: the
+    /// search steps that went forward.
+    pub cache_entries: usize,
+    /// Distinct model states interned, summed over partitions.
+    pub states: usize,
+    /// The estimated bytes of the largest partition's cache when its search ended (partitions
+    /// checked one after the other hold one cache at a time).
+    pub peak_partition_bytes: usize,
+    /// The estimated bytes of all partitions' caches together (the peak when partitions run in
+    /// parallel, at most).
+    pub total_bytes: usize,
+}
+
+/// [`check`], also returning what the search cost.
+pub fn check_with_stats<M: Model>(
+    model: &M,
+    history: &[Operation<M::Input, M::Output>],
+    options: &CheckOptions,
+) -> Result<(Verdict, CheckStats), HistoryError> {
     let budget = Budget::new(options, Instant::now());
     validate(history)?;
     let parts = parts_of(model, history)?;
@@ -28,13 +55,13 @@ pub fn check<M: Model>(
         let ops: Vec<_> = part.iter().map(|&i| &history[i]).collect();
         check_part(model, &ops, index, &budget)
     };
-    let results: Vec<PartResult> = if options.parallel && parts.len() > 1 {
+    let results: Vec<(PartResult, Option<SearchStats>)> = if options.parallel && parts.len() > 1 {
         parts.par_iter().enumerate().map(check_part).collect()
     } else {
         // One after the other; the first failure ends the check.
         let mut results = Vec::with_capacity(parts.len());
         for result in parts.iter().enumerate().map(check_part) {
-            let failed = matches!(result, PartResult::Illegal(_));
+            let failed = matches!(result.0, PartResult::Illegal(_));
             results.push(result);
             if failed {
                 break;
@@ -42,7 +69,16 @@ pub fn check<M: Model>(
         }
         results
     };
-    Ok(combine(results))
+    let mut stats = CheckStats::default();
+    for (_, part) in &results {
+        stats.partitions += usize::from(part.is_some());
+        let part = part.unwrap_or_default();
+        stats.cache_entries += part.cache_entries;
+        stats.states += part.states;
+        stats.peak_partition_bytes = stats.peak_partition_bytes.max(part.bytes);
+        stats.total_bytes += part.bytes;
+    }
+    Ok((combine(results.into_iter().map(|(result, _)| result).collect()), stats))
 }
 
 enum PartResult {
@@ -88,12 +124,13 @@ fn check_part<M: Model>(
     ops: &[&Operation<M::Input, M::Output>],
     index: usize,
     budget: &Budget,
-) -> PartResult {
+) -> (PartResult, Option<SearchStats>) {
     if budget.is_cancelled(index) {
-        return PartResult::Cancelled;
+        return (PartResult::Cancelled, None);
     }
     let mut meter = Meter::new(budget, index);
-    match engine::search(model, ops, &mut meter) {
+    let (outcome, stats) = engine::search(model, ops, &mut meter);
+    let result = match outcome {
         Outcome::Linearizable => PartResult::Ok,
         Outcome::Illegal { longest_prefix } => {
             budget.report_failure(index);
@@ -101,7 +138,8 @@ fn check_part<M: Model>(
         }
         Outcome::Stopped(Stop::Limit(reason)) => PartResult::Unknown(reason),
         Outcome::Stopped(Stop::Cancelled) => PartResult::Cancelled,
-    }
+    };
+    (result, Some(stats))
 }
 
 /// Replays the longest prefix and lists the operations that real time allows next: those whose

@@ -23,6 +23,14 @@ use super::operation::Operation;
 use super::symmetry::{self, NO_TWIN};
 use super::verdict::UnknownReason;
 
+/// What one partition's search held when it ended, for [`super::CheckStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SearchStats {
+    pub(crate) cache_entries: usize,
+    pub(crate) states: usize,
+    pub(crate) bytes: usize,
+}
+
 pub(crate) enum Outcome {
     Linearizable,
     /// The longest linearization found, as indices into the partition's operations.
@@ -43,8 +51,18 @@ pub(crate) fn entries_of<I, O>(ops: &[&Operation<I, O>]) -> Entries {
     Entries::new(&mut events)
 }
 
-pub(crate) fn search<M: Model>(model: &M, ops: &[&Operation<M::Input, M::Output>], meter: &mut Meter<'_>) -> Outcome {
+pub(crate) fn search<M: Model>(
+    model: &M,
+    ops: &[&Operation<M::Input, M::Output>],
+    meter: &mut Meter<'_>,
+) -> (Outcome, SearchStats) {
     let mut search = Search::new(model, ops);
+    let outcome = run(&mut search, meter);
+    let stats = SearchStats { cache_entries: search.cache.len(), states: search.cache.states(), bytes: search.bytes() };
+    (outcome, stats)
+}
+
+fn run<M: Model>(search: &mut Search<'_, M>, meter: &mut Meter<'_>) -> Outcome {
     let mut node = search.entries.first();
     while !search.entries.is_empty() {
         if let Err(stop) = meter.tick() {
@@ -55,7 +73,7 @@ pub(crate) fn search<M: Model>(model: &M, ops: &[&Operation<M::Input, M::Output>
             match search.backtrack() {
                 Some(next) => node = next,
                 None => {
-                    return Outcome::Illegal { longest_prefix: search.longest.ops };
+                    return Outcome::Illegal { longest_prefix: std::mem::take(&mut search.longest.ops) };
                 }
             }
             continue;

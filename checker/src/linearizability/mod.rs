@@ -57,6 +57,7 @@ mod cache;
 mod check;
 mod engine;
 mod entries;
+mod history_kv;
 mod model;
 pub mod models;
 mod operation;
@@ -64,7 +65,8 @@ pub mod partition;
 mod symmetry;
 mod verdict;
 
-pub use check::check;
+pub use check::{CheckStats, check, check_with_stats};
+pub use history_kv::{HistoryKvModel, HistoryKvOperation, KvHistory, from_history};
 pub use model::Model;
 pub use operation::{HistoryError, OpId, Operation, RETURN_NEVER};
 pub use verdict::{CheckOptions, Counterexample, StuckOperation, UnknownReason, Verdict};

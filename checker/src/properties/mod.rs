@@ -3,13 +3,25 @@
 //! Each checker reads only the history (never the service's code) and owns one guarantee.
 
 mod beliefs;
+mod clocks;
 mod dual_ownership;
+mod durability;
+mod fairness;
 mod fencing;
+mod grant_live_lease;
 mod grants;
+mod herd;
+mod kv_ops;
+mod leaders;
+mod lease_liveness;
 mod lease_safety;
+mod leases;
+mod linearizable;
+mod locks;
 mod mutual_exclusion;
 mod progress;
 mod single_holder;
+mod watch;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +29,14 @@ use crate::history::History;
 use crate::verdict::PropertyReport;
 
 pub use beliefs::{Belief, Overlap, beliefs, overlaps};
+pub use clocks::Clocks;
 pub use grants::{Grant, grants};
+pub use kv_ops::{KvOperation, KvOutcome, kv_operations};
+pub use leaders::{Leadership, Promotion};
+pub use lease_liveness::{COMMIT_ALLOWANCE_MS, ELECTION_TIMEOUT_MAX_MS, EXPIRY_TICK_MS, FAULT_RECOVERY_MS};
+pub use leases::{LeaseRecord, Renewal, leases};
+pub use linearizable::{MEMORY_LIMIT_BYTES as LINEARIZABLE_MEMORY_LIMIT_BYTES, TIME_LIMIT as LINEARIZABLE_TIME_LIMIT};
+pub use locks::{LockRequest, lock_requests};
 
 /// The properties a scenario can state an expectation about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -38,16 +57,42 @@ pub enum Property {
     /// Intervals in which two clients both believed they held the same lock. Informational:
     /// under process pauses they are expected, which is why fencing is needed; never fails.
     DualOwnership,
+    /// A lease whose owner stopped renewing it expires within its TTL plus a stated bound after
+    /// the last renewal that may have reached the server, counting the extension each leader
+    /// change gives by design (docs/cases/04).
+    LeaseLiveness,
+    /// A lock is granted only to a client whose lease is still alive (docs/cases/02).
+    GrantLiveLease,
+    /// The key-value operations have a linearization (Herlihy & Wing), checked per key.
+    Linearizable,
+    /// Each watch stream delivers the acknowledged writes in its range in revision order, once,
+    /// without gaps, a revision's changes together, with progress notifications never ahead of
+    /// the changes, or ends with a compaction error (docs/cases/05).
+    Watch,
+    /// A read after a server crash never returns a value older than the newest write acknowledged
+    /// before the read began: acknowledged writes survive crashes.
+    Durability,
+    /// One release of a lock wakes at most one waiter (docs/cases/10).
+    Herd,
+    /// Lock grants follow the order of the requests (first come, first served).
+    Fairness,
 }
 
 impl Property {
-    pub const ALL: [Property; 6] = [
+    pub const ALL: [Property; 13] = [
         Property::MutualExclusion,
         Property::Fencing,
         Property::SingleHolder,
         Property::LeaseSafety,
         Property::Progress,
         Property::DualOwnership,
+        Property::LeaseLiveness,
+        Property::GrantLiveLease,
+        Property::Linearizable,
+        Property::Watch,
+        Property::Durability,
+        Property::Herd,
+        Property::Fairness,
     ];
 
     /// The identifier used in scenario files and reports.
@@ -59,6 +104,13 @@ impl Property {
             Property::LeaseSafety => "lease_safety",
             Property::Progress => "progress",
             Property::DualOwnership => "dual_ownership",
+            Property::LeaseLiveness => "lease_liveness",
+            Property::GrantLiveLease => "grant_live_lease",
+            Property::Linearizable => "linearizable",
+            Property::Watch => "watch",
+            Property::Durability => "durability",
+            Property::Herd => "herd",
+            Property::Fairness => "fairness",
         }
     }
 
@@ -79,6 +131,13 @@ impl Property {
             Property::LeaseSafety => lease_safety::check(history),
             Property::Progress => progress::check(history),
             Property::DualOwnership => dual_ownership::check(history),
+            Property::LeaseLiveness => lease_liveness::check(history),
+            Property::GrantLiveLease => grant_live_lease::check(history),
+            Property::Linearizable => linearizable::check(history),
+            Property::Watch => watch::check(history),
+            Property::Durability => durability::check(history),
+            Property::Herd => herd::check(history),
+            Property::Fairness => fairness::check(history),
         }
     }
 }

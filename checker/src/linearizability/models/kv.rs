@@ -43,6 +43,8 @@ pub enum KvOutput<V> {
     Get(Option<V>),
     /// A put or delete completed.
     Done,
+    /// A delete completed and says whether the key existed (etcd's `deleted` count, 1 or 0).
+    Deleted { existed: bool },
     /// Which branch ran, and the values its gets returned, in order.
     Txn { succeeded: bool, gets: Vec<Option<V>> },
 }
@@ -134,7 +136,9 @@ fn step_op<K: Clone + Ord, V: Clone + Eq>(
     match (op, output) {
         (KvOp::Get(_), None) => Some(state.clone()),
         (KvOp::Get(key), Some(KvOutput::Get(value))) => (state.get(key) == value.as_ref()).then(|| state.clone()),
-        (KvOp::Put(..) | KvOp::Delete(_), None | Some(KvOutput::Done)) => {
+        (KvOp::Delete(key), Some(KvOutput::Deleted { existed })) if state.contains_key(key) != *existed => None,
+        (KvOp::Put(..), None | Some(KvOutput::Done))
+        | (KvOp::Delete(_), None | Some(KvOutput::Done | KvOutput::Deleted { .. })) => {
             let mut next = state.clone();
             apply_write(&mut next, op);
             Some(next)
@@ -205,6 +209,11 @@ mod tests {
         assert_eq!(step(&a1, KvInput::Op(KvOp::Get("b")), Some(KvOutput::Get(None))), Some(a1.clone()));
         assert_eq!(step(&a1, KvInput::Op(KvOp::Delete("a")), None), Some(empty.clone()));
         assert_eq!(step(&a1, KvInput::Op(KvOp::Put("a", 2)), Some(KvOutput::Get(None))), None);
+        let deleted = |existed| Some(KvOutput::Deleted { existed });
+        assert_eq!(step(&a1, KvInput::Op(KvOp::Delete("a")), deleted(true)), Some(empty.clone()));
+        assert_eq!(step(&a1, KvInput::Op(KvOp::Delete("a")), deleted(false)), None);
+        assert_eq!(step(&empty, KvInput::Op(KvOp::Delete("a")), deleted(false)), Some(empty.clone()));
+        assert_eq!(step(&empty, KvInput::Op(KvOp::Delete("a")), deleted(true)), None);
     }
 
     #[test]

@@ -1,0 +1,296 @@
+//! Lease liveness: a lease whose owner stopped renewing it expires in bounded time
+//! (docs/cases/04; the mirror of `lease_safety`, which says it never expires too early).
+//!
+//! The rule, as the service is designed (sim/src/lessor.rs and server.rs, like etcd's lessor):
+//! - The leader renews a lease when a keepalive reaches it, so the last renewal is no later than
+//!   the completion (`ok` or `info`) of the last keepalive that may have reached it; a keepalive
+//!   that never completed may have reached it until its client crashed (or the run ended); one in
+//!   flight while a fault held the servers (see below) may arrive when that fault ends. From
+//!   there the lease lives TTL **by the leader's clock** (the `clock` records give it: a slow
+//!   leader clock lengthens leases in true time, by design), then the leader's expiry loop notices
+//!   within one tick ([`EXPIRY_TICK_MS`], also by its clock).
+//! - **Every leader change lengthens the lease.** Without checkpoints (a history with no
+//!   `lease_checkpoint` record: etcd 3.4, and the `ttl_reset_on_leader_change` bug) a new leader
+//!   restarts each lease at its full TTL from its promotion, so leader churn lengthens a lease by
+//!   up to one TTL per change. With checkpoints (etcd 3.5; the simulator's fixed path) it continues
+//!   from the remaining TTL of the last checkpoint it applied: a `lease_checkpoint` record, or a
+//!   renewal (the server checkpoints a full TTL before acknowledging it, unrecorded). Which one it
+//!   applied last is not known exactly — one committed less than [`ELECTION_TIMEOUT_MAX_MS`]
+//!   before the promotion may not have reached it — so the largest remaining TTL among the last
+//!   checkpoint before that and those after it counts; a lease lengthened by a full TTL where its
+//!   checkpoints say less then fails (docs/cases/04). Promotions are the `role leader` records;
+//!   those up to the bound count (a leader can change while the revocation is in flight).
+//! - The revocation then commits through Raft: [`COMMIT_ALLOWANCE_MS`], plus
+//!   [`ELECTION_TIMEOUT_MAX_MS`] for a leader that stalls without being replaced (a pause shorter
+//!   than an election), both in true time.
+//! - **Liveness is owed only while no fault touches the servers.** While a fault that hits a
+//!   server (a partition, a crash, a pause, a link delay, a clock fault: a leader whose clock
+//!   jumps back stalls its heartbeats and replication too) or the whole network (packet loss,
+//!   latency) is active, the revocation may not commit, a delayed keepalive may still arrive,
+//!   and a new election may be on its way: the deadline moves to the end of that fault plus
+//!   [`FAULT_RECOVERY_MS`]. Faults that only hit clients do not count.
+//!
+//! A lease that expires later than that bound, or is still alive past it (at the end of the run,
+//! or when its owner revoked it), fails. Leases revoked by their owner before the bound, and
+//! leases alive at the end of the run with a renewal within the bound, pass. A keepalive answered
+//! "not found" without an expiry record means the lease is gone, but not since when: not judged.
+//! The summary reports the worst delay: how long after its last possible renewal's TTL (in true
+//! time) a lease expired.
+
+use std::collections::BTreeMap;
+
+use crate::history::{Event, History, NodeRole, Phase};
+use crate::properties::clocks::Clocks;
+use crate::properties::leaders::Leadership;
+use crate::properties::leases::{LeaseRecord, Renewal, crashes, leases};
+use crate::verdict::{Finding, PropertyReport, Verdict};
+
+/// How often the leader looks for expired leases, by its clock (sim/src/server.rs `EXPIRY_TICK`).
+pub const EXPIRY_TICK_MS: u64 = 50;
+/// Raft's largest election timeout (sim/src/server.rs `RaftTiming::default`).
+pub const ELECTION_TIMEOUT_MAX_MS: u64 = 300;
+/// After a fault that may block commits ends, the time Raft gets to resume before the deadline
+/// counts again: requests sent during the fault time out and openraft backs off from followers it
+/// could not reach (about 1 s in the simulator, measured on chaos-fenced-mutex).
+pub const FAULT_RECOVERY_MS: u64 = 1_000;
+/// Time for the leader's revocation to commit and apply when no fault slows the network: a few
+/// replication round trips of a few milliseconds each, with a wide margin.
+pub const COMMIT_ALLOWANCE_MS: u64 = 250;
+
+const MS: u64 = 1_000_000;
+
+/// What the bound of one lease is made of.
+struct Bound {
+    /// The last renewal that may have reached the server, and when at the latest.
+    last: Renewal,
+    last_ns: u64,
+    /// When the leader's lessor should have found the lease past its deadline.
+    deadline_ns: u64,
+    /// Promotions that lengthened the lease.
+    leader_changes: usize,
+}
+
+impl Bound {
+    /// The latest the lease may expire.
+    fn limit_ns(&self) -> u64 {
+        self.deadline_ns.saturating_add((ELECTION_TIMEOUT_MAX_MS + COMMIT_ALLOWANCE_MS) * MS)
+    }
+}
+
+struct Context<'a> {
+    history: &'a History,
+    clocks: Clocks,
+    leadership: Leadership,
+    crashes: BTreeMap<&'a str, Vec<u64>>,
+    /// (start, end) of every fault that may block the revocation's commit.
+    blocking: Vec<(u64, u64)>,
+    /// The servers checkpoint leases: the history has `lease_checkpoint` records.
+    checkpointed: bool,
+}
+
+pub(super) fn check(history: &History) -> PropertyReport {
+    let context = Context {
+        history,
+        clocks: Clocks::from_history(history),
+        leadership: Leadership::from_history(history),
+        crashes: crashes(history),
+        blocking: blocking_faults(history),
+        checkpointed: history.entries.iter().any(|e| matches!(e.event, Event::LeaseCheckpoint { .. })),
+    };
+    let leases = leases(history);
+    let mut findings = Vec::new();
+    let (mut expired, mut revoked, mut alive, mut unrecorded) = (0usize, 0usize, 0usize, 0usize);
+    // (delay past the TTL in ms, lease, leader changes) of the latest expiry.
+    let mut worst: Option<(u64, i64, usize)> = None;
+    for lease in leases.values() {
+        let bound = bound(&context, lease);
+        let limit_ns = bound.limit_ns();
+        match (lease.expired, lease.revoked, lease.gone) {
+            (Some((expired_ns, entry)), _, _) => {
+                expired += 1;
+                let delay_ms = expired_ns.saturating_sub(bound.last_ns + lease.ttl_ms * MS) / MS;
+                if worst.is_none_or(|(ms, _, _)| delay_ms > ms) {
+                    worst = Some((delay_ms, lease.id, bound.leader_changes));
+                }
+                if expired_ns > limit_ns {
+                    let what = format!("expired at {}", History::fmt_time(expired_ns));
+                    findings.push(late(lease, &bound, expired_ns, &what, entry));
+                }
+            }
+            (None, Some((revoked_ns, entry)), _) => {
+                revoked += 1;
+                if revoked_ns > limit_ns {
+                    let what =
+                        format!("was still alive when its owner revoked it at {}", History::fmt_time(revoked_ns));
+                    findings.push(late(lease, &bound, revoked_ns, &what, entry));
+                }
+            }
+            (None, None, Some(_)) => unrecorded += 1,
+            (None, None, None) => {
+                alive += 1;
+                if history.duration_ns > limit_ns {
+                    let what =
+                        format!("was still alive at the end of the run ({})", History::fmt_time(history.duration_ns));
+                    findings.push(late(lease, &bound, history.duration_ns, &what, bound.last.entry));
+                }
+            }
+        }
+    }
+    findings.sort_by_key(|f| (f.time_ns, f.entries.clone()));
+    let verdict = if findings.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    let worst = match worst {
+        Some((ms, lease, changes)) => {
+            format!(
+                "; worst delay {ms} ms past the TTL after the last renewal (lease {lease}, {changes} leader changes)"
+            )
+        }
+        None => String::new(),
+    };
+    let unrecorded = if unrecorded > 0 {
+        format!(", {unrecorded} gone without an expiry record (not judged)")
+    } else {
+        String::new()
+    };
+    let summary = match verdict {
+        Verdict::Pass if leases.is_empty() => "no leases granted in this history".to_string(),
+        Verdict::Pass => format!(
+            "{} leases: {expired} expired within their bound, {revoked} revoked by their owner, {alive} alive at the end{unrecorded}{worst}",
+            leases.len()
+        ),
+        _ => format!(
+            "{} leases outlived their bound (TTL by the leader's clock + {EXPIRY_TICK_MS} ms tick + {ELECTION_TIMEOUT_MAX_MS} ms election + {COMMIT_ALLOWANCE_MS} ms commit, extended by each leader change and by faults on the servers + {FAULT_RECOVERY_MS} ms){worst}",
+            findings.len()
+        ),
+    };
+    PropertyReport { property: "lease_liveness".into(), verdict, summary, findings }
+}
+
+fn late(lease: &LeaseRecord, bound: &Bound, at_ns: u64, what: &str, entry: usize) -> Finding {
+    let renewal = if bound.last.acked { "acknowledged" } else { "unacknowledged" };
+    Finding {
+        time_ns: bound.limit_ns(),
+        until_ns: Some(at_ns),
+        message: format!(
+            "lease {} of {} {what}, {} ms past its bound {}: its last renewal ({renewal}, sent at {}) may have reached the server until {}, TTL {} ms, {} leader changes",
+            lease.id,
+            lease.owner,
+            at_ns.saturating_sub(bound.limit_ns()) / MS,
+            History::fmt_time(bound.limit_ns()),
+            History::fmt_time(bound.last.invoke_ns),
+            History::fmt_time(bound.last_ns),
+            lease.ttl_ms,
+            bound.leader_changes,
+        ),
+        entries: vec![bound.last.entry, entry],
+    }
+}
+
+/// The latest moment a renewal may have reached the server: its completion, else the crash of
+/// its client, else the end of the run; or, if a fault on the servers was active meanwhile, the
+/// end of that fault (a paused server handles the requests queued for it when it resumes, a
+/// delayed link delivers late).
+fn latest_ns(context: &Context<'_>, owner: &str, renewal: &Renewal) -> u64 {
+    let latest_ns = renewal.complete_ns.unwrap_or_else(|| {
+        let crashed = context.crashes.get(owner).and_then(|times| times.iter().find(|&&t| t >= renewal.invoke_ns));
+        crashed.copied().unwrap_or(context.history.duration_ns)
+    });
+    let held_until = context
+        .blocking
+        .iter()
+        .filter(|(start, end)| *start <= latest_ns && *end >= renewal.invoke_ns)
+        .map(|(_, end)| *end)
+        .max();
+    held_until.map_or(latest_ns, |end| end.max(latest_ns))
+}
+
+fn bound(context: &Context<'_>, lease: &LeaseRecord) -> Bound {
+    let (last, last_ns) = lease
+        .renewals
+        .iter()
+        .map(|r| (*r, latest_ns(context, &lease.owner, r)))
+        .max_by_key(|(r, ns)| (*ns, r.invoke_ns))
+        .expect("a lease has its grant among its renewals");
+    let ttl_ns = lease.ttl_ms * MS;
+    let tick_ns = EXPIRY_TICK_MS * MS;
+    let leaders = context.leadership.leaders_during(last.invoke_ns, last_ns);
+    let mut deadline_ns = if leaders.is_empty() {
+        last_ns + ttl_ns + tick_ns
+    } else {
+        // The renewal happened at some moment of its window, on whichever of them led then.
+        let fires =
+            |leader: &&str| context.clocks.latest_timer_fires_ns(leader, last.invoke_ns, last_ns, ttl_ns + tick_ns);
+        leaders.iter().map(fires).max().unwrap_or(0)
+    };
+    let end_ns = lease.expired.or(lease.revoked).map_or(context.history.duration_ns, |(ns, _)| ns);
+    let slack_ns = (ELECTION_TIMEOUT_MAX_MS + COMMIT_ALLOWANCE_MS) * MS;
+    let mut leader_changes = 0;
+    let mut promotions = context.leadership.promotions.iter().filter(|p| p.time_ns > last.invoke_ns).peekable();
+    // Each step moves the deadline later; stop when neither a promotion nor a fault does.
+    loop {
+        let limit_ns = (deadline_ns + slack_ns).min(end_ns);
+        if let Some(promotion) = promotions.next_if(|p| p.time_ns <= limit_ns) {
+            let remaining_ns =
+                if context.checkpointed { remaining_at(context, lease, promotion.time_ns) * MS } else { ttl_ns };
+            let restarted_ns =
+                context.clocks.timer_fires_ns(&promotion.server, promotion.time_ns, remaining_ns + tick_ns);
+            if restarted_ns > deadline_ns {
+                deadline_ns = restarted_ns;
+                leader_changes += 1;
+            }
+            continue;
+        }
+        let recovery_ns = FAULT_RECOVERY_MS * MS;
+        let blocked_until = context
+            .blocking
+            .iter()
+            .filter(|(start, end)| *start <= limit_ns && *end + recovery_ns > deadline_ns)
+            .map(|(_, end)| *end + recovery_ns)
+            .max();
+        match blocked_until {
+            Some(ns) => deadline_ns = ns,
+            None => break,
+        }
+    }
+    Bound { last, last_ns, deadline_ns, leader_changes }
+}
+
+/// (start, end) of every fault that may block a commit or delay a keepalive: those that hit a
+/// server, or the whole network (no targets). A fault still active at the end of the run ends
+/// with it.
+fn blocking_faults(history: &History) -> Vec<(u64, u64)> {
+    let is_server = |name: &String| history.nodes.iter().any(|n| n.name == *name && n.role == NodeRole::Server);
+    let mut open: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for entry in &history.entries {
+        let Event::Fault { fault, phase, targets, .. } = &entry.event else { continue };
+        if !(targets.is_empty() || targets.iter().any(is_server)) {
+            continue;
+        }
+        match phase {
+            Phase::Start => {
+                open.insert(*fault, entry.time_ns);
+            }
+            Phase::End => {
+                if let Some(start) = open.remove(fault) {
+                    out.push((start, entry.time_ns));
+                }
+            }
+        }
+    }
+    out.extend(open.into_values().map(|start| (start, history.duration_ns)));
+    out
+}
+
+/// The remaining TTL (ms) a leader promoted at `promotion_ns` continues the lease from, with
+/// checkpoints: the largest of the last checkpoint it surely applied and those it may have
+/// applied (see the module documentation). Renewals count as checkpoints of a full TTL.
+fn remaining_at(context: &Context<'_>, lease: &LeaseRecord, promotion_ns: u64) -> u64 {
+    let renewals = lease.renewals.iter().map(|r| (latest_ns(context, &lease.owner, r), lease.ttl_ms));
+    let recorded = lease.checkpoints.iter().map(|(ns, remaining, _)| (*ns, *remaining));
+    let points: Vec<(u64, u64)> = renewals.chain(recorded).filter(|(ns, _)| *ns <= promotion_ns).collect();
+    let surely_applied_ns = promotion_ns.saturating_sub(ELECTION_TIMEOUT_MAX_MS * MS);
+    let last_applied =
+        points.iter().filter(|(ns, _)| *ns <= surely_applied_ns).max_by_key(|(ns, remaining)| (*ns, *remaining));
+    let maybe_applied = points.iter().filter(|(ns, _)| *ns > surely_applied_ns);
+    last_applied.into_iter().chain(maybe_applied).map(|(_, remaining)| *remaining).max().unwrap_or(lease.ttl_ms)
+}

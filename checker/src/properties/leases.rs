@@ -1,0 +1,178 @@
+//! Leases as the history shows them, with everything the lease checkers need beyond the
+//! acknowledged renewals: the keepalives whose outcome is unknown (they may have renewed the
+//! lease), the owner's revocation, the leader's checkpoints, the expiry.
+
+use std::collections::BTreeMap;
+
+use crate::history::{Call, Event, FaultKind, History, OpId, Phase, Return};
+
+/// A grant or keepalive that may have reached the server and renewed the lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Renewal {
+    pub invoke_ns: u64,
+    /// When the client learned the outcome: `ok` or `info`. `None` if the operation never
+    /// completed (the client crashed, or the run ended).
+    pub complete_ns: Option<u64>,
+    /// Completed `ok`.
+    pub acked: bool,
+    /// Index of the invocation entry.
+    pub entry: usize,
+}
+
+/// One lease granted in the run (its grant completed `ok`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseRecord {
+    pub id: i64,
+    pub owner: String,
+    pub ttl_ms: u64,
+    /// The grant first, then the keepalives that did not fail, in invocation order.
+    pub renewals: Vec<Renewal>,
+    /// (time, entry) of the `lease_expiry` record.
+    pub expired: Option<(u64, usize)>,
+    /// (invocation time, entry) of the owner's first revocation that did not fail.
+    pub revoked: Option<(u64, usize)>,
+    /// (completion time, entry) of the first keepalive answered "not found" (`fail`): the lease
+    /// was gone by then.
+    pub gone: Option<(u64, usize)>,
+    /// (time, remaining ms, entry) of every `lease_checkpoint` record.
+    pub checkpoints: Vec<(u64, u64, usize)>,
+}
+
+/// Every lease whose grant completed `ok`, by id.
+pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
+    let mut leases: BTreeMap<i64, LeaseRecord> = BTreeMap::new();
+    // Operation → (lease, renewal) of keepalives and revocations in flight.
+    let mut keepalives: BTreeMap<OpId, (i64, Renewal)> = BTreeMap::new();
+    let mut revokes: BTreeMap<OpId, (i64, u64, usize)> = BTreeMap::new();
+    let mut grants: BTreeMap<OpId, (u64, usize)> = BTreeMap::new();
+    for (index, entry) in history.entries.iter().enumerate() {
+        let now = entry.time_ns;
+        match &entry.event {
+            Event::Invoke { op, call: Call::LeaseGrant { .. } } => {
+                grants.insert(*op, (now, index));
+            }
+            Event::Invoke { op, call: Call::LeaseKeepAlive { lease } } => {
+                let renewal = Renewal { invoke_ns: now, complete_ns: None, acked: false, entry: index };
+                keepalives.insert(*op, (*lease, renewal));
+            }
+            Event::Invoke { op, call: Call::LeaseRevoke { lease } } => {
+                revokes.insert(*op, (*lease, now, index));
+            }
+            Event::Ok { op, ret: Return::LeaseGranted { lease, ttl_ms } } => {
+                if let Some((invoke_ns, invoke_entry)) = grants.remove(op) {
+                    let renewal = Renewal { invoke_ns, complete_ns: Some(now), acked: true, entry: invoke_entry };
+                    leases.insert(
+                        *lease,
+                        LeaseRecord {
+                            id: *lease,
+                            owner: entry.node.clone(),
+                            ttl_ms: *ttl_ms,
+                            renewals: vec![renewal],
+                            expired: None,
+                            revoked: None,
+                            gone: None,
+                            checkpoints: Vec::new(),
+                        },
+                    );
+                }
+            }
+            Event::Ok { op, .. } | Event::Info { op, .. } => {
+                let acked = matches!(entry.event, Event::Ok { .. });
+                if let Some((lease, mut renewal)) = keepalives.remove(op)
+                    && let Some(record) = leases.get_mut(&lease)
+                {
+                    renewal.complete_ns = Some(now);
+                    renewal.acked = acked;
+                    record.renewals.push(renewal);
+                }
+                if let Some((lease, invoke_ns, invoke_entry)) = revokes.remove(op)
+                    && let Some(record) = leases.get_mut(&lease)
+                {
+                    record.revoked.get_or_insert((invoke_ns, invoke_entry));
+                }
+            }
+            Event::Fail { op, .. } => {
+                revokes.remove(op);
+                if let Some((lease, _)) = keepalives.remove(op)
+                    && let Some(record) = leases.get_mut(&lease)
+                {
+                    record.gone.get_or_insert((now, index));
+                }
+            }
+            Event::LeaseExpiry { lease } => {
+                if let Some(record) = leases.get_mut(lease) {
+                    record.expired.get_or_insert((now, index));
+                }
+            }
+            Event::LeaseCheckpoint { lease, remaining_ms } => {
+                if let Some(record) = leases.get_mut(lease) {
+                    record.checkpoints.push((now, *remaining_ms, index));
+                }
+            }
+            _ => {}
+        }
+    }
+    // Operations that never completed may have reached the server.
+    for (lease, renewal) in keepalives.into_values() {
+        if let Some(record) = leases.get_mut(&lease) {
+            record.renewals.push(renewal);
+        }
+    }
+    for (lease, invoke_ns, invoke_entry) in revokes.into_values() {
+        if let Some(record) = leases.get_mut(&lease) {
+            let earlier = record.revoked.is_none_or(|(ns, _)| invoke_ns < ns);
+            if earlier {
+                record.revoked = Some((invoke_ns, invoke_entry));
+            }
+        }
+    }
+    for record in leases.values_mut() {
+        record.renewals.sort_by_key(|r| (r.invoke_ns, r.entry));
+    }
+    leases
+}
+
+/// When each node crashed: the start of every crash fault aimed at it, in time order.
+pub(super) fn crashes(history: &History) -> BTreeMap<&str, Vec<u64>> {
+    let mut out: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for entry in &history.entries {
+        if let Event::Fault { kind: FaultKind::Crash, phase: Phase::Start, targets, .. } = &entry.event {
+            for target in targets {
+                out.entry(target.as_str()).or_default().push(entry.time_ns);
+            }
+        }
+    }
+    out
+}
+
+/// When each lease ended, whether or not its grant is in the history: the earlier of its
+/// `lease_expiry` record and the invocation of a revocation that did not fail. (time, entry).
+pub(super) fn lease_ends(history: &History) -> BTreeMap<i64, (u64, usize)> {
+    let mut ends: BTreeMap<i64, (u64, usize)> = BTreeMap::new();
+    let mut revokes: BTreeMap<OpId, (i64, u64, usize)> = BTreeMap::new();
+    let end = |ends: &mut BTreeMap<i64, (u64, usize)>, lease: i64, at: (u64, usize)| {
+        let slot = ends.entry(lease).or_insert(at);
+        *slot = (*slot).min(at);
+    };
+    for (index, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::LeaseExpiry { lease } => end(&mut ends, *lease, (entry.time_ns, index)),
+            Event::Invoke { op, call: Call::LeaseRevoke { lease } } => {
+                revokes.insert(*op, (*lease, entry.time_ns, index));
+            }
+            Event::Fail { op, .. } => {
+                revokes.remove(op);
+            }
+            Event::Ok { op, .. } | Event::Info { op, .. } => {
+                if let Some((lease, ns, at)) = revokes.remove(op) {
+                    end(&mut ends, lease, (ns, at));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (lease, ns, at) in revokes.into_values() {
+        end(&mut ends, lease, (ns, at));
+    }
+    ends
+}
