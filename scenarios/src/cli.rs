@@ -87,6 +87,9 @@ enum Command {
         #[arg(long, default_value = "1..20", value_parser = parse_seed_range)]
         seeds: (u64, u64),
     },
+    /// Model-check a protocol with stateright: `coordsim model list`, `coordsim model <name>`.
+    /// Exit 0 when every property gives its expected result, 1 otherwise, 2 on bad input.
+    Model(crate::model_cmd::ModelArgs),
 }
 
 fn parse_seed_range(text: &str) -> Result<(u64, u64), String> {
@@ -119,6 +122,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Report { paths } => report_cmd::report(&paths),
         Command::Check { history, format, model, timeout } => check::run(&history, format, model, timeout),
         Command::Bench { scenario, seeds: (first, last) } => bench(&scenario, first, last),
+        Command::Model(args) => crate::model_cmd::run(args),
     };
     match result {
         Ok(code) => code,
