@@ -15,6 +15,17 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("deposed-leader-expires-leases-fixed", include_str!("../library/deposed-leader-expires-leases-fixed.toml")),
     ("ignore-keepalive-failure", include_str!("../library/ignore-keepalive-failure.toml")),
     ("ignore-keepalive-failure-fixed", include_str!("../library/ignore-keepalive-failure-fixed.toml")),
+    ("ttl-reset-on-leader-change", include_str!("../library/ttl-reset-on-leader-change.toml")),
+    ("ttl-reset-on-leader-change-fixed", include_str!("../library/ttl-reset-on-leader-change-fixed.toml")),
+    ("stale-reads", include_str!("../library/stale-reads.toml")),
+    ("stale-reads-fixed", include_str!("../library/stale-reads-fixed.toml")),
+    ("watch-compaction-gap", include_str!("../library/watch-compaction-gap.toml")),
+    ("watch-compaction-gap-fixed", include_str!("../library/watch-compaction-gap-fixed.toml")),
+    ("unsynced-writes-lost", include_str!("../library/unsynced-writes-lost.toml")),
+    ("crash-restart-durable", include_str!("../library/crash-restart-durable.toml")),
+    ("herd-cas-lock", include_str!("../library/herd-cas-lock.toml")),
+    ("herd-cas-lock-backoff", include_str!("../library/herd-cas-lock-backoff.toml")),
+    ("herd-free-mutex", include_str!("../library/herd-free-mutex.toml")),
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 

@@ -53,6 +53,27 @@ fn ignore_keepalive_failure_keeps_a_dead_session_acting() {
     pair("ignore-keepalive-failure", Property::SingleHolder);
 }
 
+#[test]
+fn follower_reads_without_read_index_serve_stale_data() {
+    pair("stale-reads", Property::Linearizable);
+}
+
+#[test]
+fn watch_skip_at_compaction_leaves_a_silent_gap() {
+    pair("watch-compaction-gap", Property::Watch);
+}
+
+/// Not a bug switch but the same shape: servers without fsync lose acknowledged writes when two
+/// crash at once; with fsync, crashing and restarting any servers loses nothing (issue 3).
+#[test]
+fn unsynced_appends_lose_acknowledged_writes_and_synced_ones_do_not() {
+    let lost = verdicts("unsynced-writes-lost", 2);
+    assert_eq!(lost.verdict(Property::Durability.id()), Some(Verdict::Fail));
+    let kept = verdicts("crash-restart-durable", 2);
+    assert_eq!(kept.verdict(Property::Durability.id()), Some(Verdict::Pass));
+    assert_eq!(kept.verdict(Property::Linearizable.id()), Some(Verdict::Pass));
+}
+
 /// docs/cases/04: c1 takes the lock and dies; the leader crashes every 3 s. Restarting every
 /// lease at its full 4 s TTL on each leader change keeps c1's lease (and the lock) alive for as
 /// long as the churn lasts; continuing from the checkpointed remaining TTL lets it expire.

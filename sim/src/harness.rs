@@ -15,6 +15,7 @@ use coordsim_checker::history::{History, NodeRole};
 use madsim::runtime::{Handle, Runtime};
 
 use crate::clock::{Clock, registry};
+use crate::kv_workload::{KvPlan, KvRole, run_kv_client};
 use crate::nemesis::{self, Member, Topology};
 use crate::netfault;
 use crate::raft::Durable;
@@ -73,7 +74,8 @@ pub async fn simulate(scenario: Scenario) -> History {
             bugs: scenario.bugs,
         };
         // Outside the node's tasks, so that it survives a crash of the node.
-        let durable = Arc::new(Mutex::new(Durable::default()));
+        let durable = Arc::new(Mutex::new(Durable::new(scenario.cluster.fsync)));
+        let durable_handle = durable.clone();
         let (clock, rec) = (clock_of(&spec.name), recorder.clone());
         recorder.add_node(&spec.name, NodeRole::Server);
         let node = handle
@@ -82,47 +84,73 @@ pub async fn simulate(scenario: Scenario) -> History {
             .ip(server_addr(id).ip())
             .init(move || serve(spec.clone(), durable.clone(), clock.clone(), rec.clone()))
             .build();
-        topology.servers.push(Member { name: format!("s{id}"), id: node.id(), ip: server_addr(id).ip() });
+        topology.servers.push(Member {
+            name: format!("s{id}"),
+            id: node.id(),
+            ip: server_addr(id).ip(),
+            durable: Some(durable_handle),
+        });
     }
 
-    let rec = recorder.clone();
-    let mode = scenario.resource.mode;
-    recorder.add_node(RESOURCE, NodeRole::Resource);
-    let resource = handle
-        .create_node()
-        .name(RESOURCE)
-        .ip(resource_addr().ip())
-        .init(move || serve_resource(resource_addr(), RESOURCE.to_string(), mode, rec.clone()))
-        .build();
-    topology.others.push(Member { name: RESOURCE.to_string(), id: resource.id(), ip: resource_addr().ip() });
-
-    let servers: Vec<(u64, SocketAddr)> = members.iter().map(|(id, addr)| (*id, *addr)).collect();
-    let ttl_ms = scenario.lock.ttl.ms();
-    for (index, name) in scenario.client_names().into_iter().enumerate() {
-        let plan = ClientPlan {
-            name: name.clone(),
-            addr: client_addr(index + 1),
-            servers: servers.clone(),
-            recipe: scenario.lock.recipe,
-            lock_name: scenario.lock.name.clone(),
-            ttl_ms,
-            deadline_ms: scenario.lock.client_deadline.map(|d| d.ms()),
-            start: epoch + scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32,
-            hold: scenario.clients.hold.0,
-            writes_per_hold: scenario.clients.writes_per_hold,
-            think: scenario.clients.think.0,
-            resource: (RESOURCE.to_string(), resource_addr()),
-            bugs: scenario.bugs,
-        };
-        recorder.add_node(&name, NodeRole::Client);
-        let (clock, rec) = (clock_of(&name), recorder.clone());
+    if let Some((_, resource)) = scenario.lock_spec() {
+        let rec = recorder.clone();
+        let mode = resource.mode;
+        recorder.add_node(RESOURCE, NodeRole::Resource);
         let node = handle
             .create_node()
-            .name(name.clone())
-            .ip(plan.addr.ip())
-            .init(move || run_client(plan.clone(), clock.clone(), rec.clone()))
+            .name(RESOURCE)
+            .ip(resource_addr().ip())
+            .init(move || serve_resource(resource_addr(), RESOURCE.to_string(), mode, rec.clone()))
             .build();
-        topology.clients.push(Member { name, id: node.id(), ip: client_addr(index + 1).ip() });
+        topology.others.push(Member {
+            name: RESOURCE.to_string(),
+            id: node.id(),
+            ip: resource_addr().ip(),
+            durable: None,
+        });
+    }
+
+    let servers: Vec<(u64, SocketAddr)> = members.iter().map(|(id, addr)| (*id, *addr)).collect();
+    let count = scenario.clients.count;
+    for (index, name) in scenario.client_names().into_iter().enumerate() {
+        let start = epoch + scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32;
+        let (addr, clock, rec) = (client_addr(index + 1), clock_of(&name), recorder.clone());
+        recorder.add_node(&name, NodeRole::Client);
+        let builder = handle.create_node().name(name.clone()).ip(addr.ip());
+        let node = match (scenario.lock_spec(), &scenario.kv) {
+            (Some((lock, _)), _) => {
+                let plan = ClientPlan {
+                    name: name.clone(),
+                    addr,
+                    servers: servers.clone(),
+                    recipe: lock.recipe,
+                    backoff: lock.backoff.map(|b| b.0),
+                    lock_name: lock.name.clone(),
+                    ttl_ms: lock.ttl.ms(),
+                    deadline_ms: lock.client_deadline.map(|d| d.ms()),
+                    start,
+                    hold: scenario.clients.hold.0,
+                    writes_per_hold: scenario.clients.writes_per_hold,
+                    think: scenario.clients.think.0,
+                    resource: (RESOURCE.to_string(), resource_addr()),
+                    bugs: scenario.bugs,
+                };
+                builder.init(move || run_client(plan.clone(), clock.clone(), rec.clone())).build()
+            }
+            (None, Some(kv)) => {
+                let role = if index >= count - kv.watchers {
+                    KvRole::Watcher
+                } else if index == 0 {
+                    KvRole::WriterAndCompactor
+                } else {
+                    KvRole::Writer
+                };
+                let plan = KvPlan { name: name.clone(), addr, servers: servers.clone(), start, spec: kv.clone(), role };
+                builder.init(move || run_kv_client(plan.clone(), clock.clone(), rec.clone())).build()
+            }
+            (None, None) => unreachable!("a validated scenario has a workload"),
+        };
+        topology.clients.push(Member { name, id: node.id(), ip: addr.ip(), durable: None });
     }
 
     for name in &names {

@@ -6,6 +6,7 @@
 pub mod client;
 pub mod clock;
 pub mod harness;
+pub mod kv_workload;
 pub mod lessor;
 pub mod nemesis;
 pub mod netfault;

@@ -21,15 +21,25 @@ struct Inner {
     epoch: Instant,
     history: History,
     next_op: OpId,
+    next_watch: u64,
     /// Each server's latest role and term, as its Role events said: the nemesis aims faults at
     /// "the leader" with it.
     roles: BTreeMap<String, (RaftRole, u64)>,
+    /// Events recorded with `record_once`.
+    seen_once: std::collections::BTreeSet<String>,
 }
 
 impl Recorder {
     /// `epoch` is the simulated instant at which the run starts (true time 0).
     pub fn new(scenario: &str, seed: u64, epoch: Instant) -> Self {
-        let inner = Inner { epoch, history: History::new(scenario, seed), next_op: 1, roles: BTreeMap::new() };
+        let inner = Inner {
+            epoch,
+            history: History::new(scenario, seed),
+            next_op: 1,
+            next_watch: 1,
+            roles: BTreeMap::new(),
+            seen_once: Default::default(),
+        };
         Recorder { inner: Arc::new(Mutex::new(inner)) }
     }
 
@@ -58,6 +68,15 @@ impl Recorder {
         inner.history.entries.push(Entry { time_ns, node: node.to_string(), event });
     }
 
+    /// Records `event` unless an equal event was recorded before (by any node): for facts that
+    /// every replica observes, such as a committed lease expiry, the first observation counts.
+    pub fn record_once(&self, node: &str, event: Event) {
+        let first = self.lock().seen_once.insert(format!("{event:?}"));
+        if first {
+            self.record(node, event);
+        }
+    }
+
     /// Records the invocation of `call` by `node`; returns the operation's id.
     pub fn invoke(&self, node: &str, call: Call) -> OpId {
         let op = {
@@ -68,6 +87,14 @@ impl Recorder {
         };
         self.record(node, Event::Invoke { op, call });
         op
+    }
+
+    /// A new watch stream id, unique within the history.
+    pub fn next_watch_id(&self) -> u64 {
+        let mut inner = self.lock();
+        let id = inner.next_watch;
+        inner.next_watch += 1;
+        id
     }
 
     pub fn ok(&self, node: &str, op: OpId, ret: Return) {

@@ -35,8 +35,16 @@ pub struct Scenario {
     /// Simulated (true) time the run lasts.
     pub duration: Dur,
     pub cluster: Cluster,
-    pub lock: LockSpec,
-    pub resource: ResourceSpec,
+    /// The lock workload: every client acquires, writes to the resource, releases. Needs
+    /// `[resource]`. A scenario has this or `[kv]`.
+    #[serde(default)]
+    pub lock: Option<LockSpec>,
+    #[serde(default)]
+    pub resource: Option<ResourceSpec>,
+    /// The key-value workload: clients put, get, delete and compare-and-swap a few keys; some
+    /// of them watch the keys instead.
+    #[serde(default)]
+    pub kv: Option<KvSpec>,
     pub clients: Clients,
     /// Per-node clocks at the start of the run (nodes not listed run at true time).
     #[serde(default)]
@@ -61,6 +69,15 @@ pub struct Scenario {
 pub struct Cluster {
     /// Number of Raft servers, named s1..sN.
     pub servers: usize,
+    /// Whether servers sync every log append and vote before acknowledging it (true). With
+    /// false they sync every 100 ms of their clock, and a crash loses what was not synced:
+    /// acknowledged writes can vanish (what the durability checker is for).
+    #[serde(default = "yes")]
+    pub fsync: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +87,8 @@ pub enum Recipe {
     EtcdMutex,
     /// etcd's Lock service (v3lock): the server runs the mutex recipe for the client.
     EtcdLockApi,
+    /// Compare-and-swap on one key, every waiter watching that key: one release wakes them all.
+    EtcdCas,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -86,6 +105,10 @@ pub struct LockSpec {
     /// Unset: the client acts until its session learns that the lease is gone (etcd clientv3).
     #[serde(default)]
     pub client_deadline: Option<Dur>,
+    /// etcd-cas only: after a wakeup, wait a random time in [0, backoff) before trying again
+    /// (jitter spreads the herd's retries, not its wakeups).
+    #[serde(default)]
+    pub backoff: Option<Dur>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,13 +130,50 @@ pub struct Clients {
     /// Each next client starts this much later.
     #[serde(default = "Dur::zero")]
     pub stagger: Dur,
-    /// How long a holder keeps the lock.
+    /// How long a holder keeps the lock (lock workload).
+    #[serde(default = "one_second")]
     pub hold: Dur,
-    /// Writes to the resource per hold (the first right after acquiring).
+    /// Writes to the resource per hold, the first right after acquiring (lock workload).
+    #[serde(default = "one_write")]
     pub writes_per_hold: u32,
     /// Pause between releasing and acquiring again.
     #[serde(default = "Dur::zero")]
     pub think: Dur,
+}
+
+fn one_second() -> Dur {
+    Dur(Duration::from_secs(1))
+}
+
+fn one_write() -> u32 {
+    1
+}
+
+/// The key-value workload (`[kv]`): each writer picks a key and an operation at random every
+/// `interval` (±50%); values are unique (`c2-17`). The last `watchers` clients watch instead.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvSpec {
+    /// Keys `k0`..`k<keys-1>`.
+    pub keys: usize,
+    /// Time between one writer's operations.
+    pub interval: Dur,
+    /// Share of linearizable reads, compare-and-swaps and deletes; the rest are puts.
+    #[serde(default)]
+    pub reads: f64,
+    #[serde(default)]
+    pub cas: f64,
+    #[serde(default)]
+    pub deletes: f64,
+    /// How many of the clients (the last ones) watch every key instead of writing.
+    #[serde(default)]
+    pub watchers: usize,
+    /// A watcher's pause after each delivery: a slow consumer lets compaction overtake it.
+    #[serde(default = "Dur::zero")]
+    pub watch_lag: Dur,
+    /// Every so often the first writer compacts the store at its latest revision (0: never).
+    #[serde(default = "Dur::zero")]
+    pub compact_every: Dur,
 }
 
 /// Bug switches: each reintroduces one known bug as a plain branch at the one place it lived
@@ -236,6 +296,9 @@ impl FaultKindSpec {
 pub enum PartitionShape {
     /// Cut `target` off from every other node.
     Isolate,
+    /// Cut the server `target` off from the other servers only: clients still reach it (a
+    /// deposed leader that clients can still talk to).
+    CutFromServers,
     /// Split the servers into a majority and a minority (clients reach both).
     MajorityMinority,
     /// Each server reaches only its neighbours in a random ring (Jepsen's majorities-ring).
@@ -439,17 +502,17 @@ impl Scenario {
         check((1..=CLIENTS_MAX).contains(&self.clients.count), "clients.count", || {
             format!("{} must be between 1 and {CLIENTS_MAX}", self.clients.count)
         })?;
-        check(self.lock.ttl.0 >= TTL_MIN, "lock.ttl", || {
-            format!("{} is below the minimum TTL {}", self.lock.ttl, Dur(TTL_MIN))
-        })?;
-        if let Some(deadline) = self.lock.client_deadline {
-            check(!deadline.0.is_zero() && deadline.0 <= DURATION_MAX, "lock.client_deadline", || {
-                format!("{deadline} must be above 0 and at most {}", Dur(DURATION_MAX))
-            })?;
+        match (&self.lock, &self.resource, &self.kv) {
+            (Some(lock), Some(_), None) => self.validate_lock(lock)?,
+            (Some(_), None, None) => return Err(missing("resource", "the lock workload writes to a [resource]")),
+            (None, _, Some(kv)) => self.validate_kv(kv)?,
+            (Some(_), _, Some(_)) => {
+                return Err(missing("kv", "a scenario has one workload: [lock] or [kv], not both"));
+            }
+            (None, _, None) => {
+                return Err(missing("lock", "a scenario needs a workload: [lock] (with [resource]) or [kv]"));
+            }
         }
-        check(!self.lock.name.is_empty() && !self.lock.name.ends_with('/'), "lock.name", || {
-            format!("{:?} must be non-empty and must not end with '/'", self.lock.name)
-        })?;
         check((1..=WRITES_PER_HOLD_MAX).contains(&self.clients.writes_per_hold), "clients.writes_per_hold", || {
             format!("{} must be between 1 and {WRITES_PER_HOLD_MAX}", self.clients.writes_per_hold)
         })?;
@@ -481,11 +544,53 @@ impl Scenario {
         crate::nemesis::plan::validate(self)
     }
 
+    fn validate_lock(&self, lock: &LockSpec) -> Result<(), ScenarioError> {
+        check(lock.ttl.0 >= TTL_MIN, "lock.ttl", || format!("{} is below the minimum TTL {}", lock.ttl, Dur(TTL_MIN)))?;
+        if let Some(deadline) = lock.client_deadline {
+            check(!deadline.0.is_zero() && deadline.0 <= DURATION_MAX, "lock.client_deadline", || {
+                format!("{deadline} must be above 0 and at most {}", Dur(DURATION_MAX))
+            })?;
+        }
+        check(!lock.name.is_empty() && !lock.name.ends_with('/'), "lock.name", || {
+            format!("{:?} must be non-empty and must not end with '/'", lock.name)
+        })
+    }
+
+    fn validate_kv(&self, kv: &KvSpec) -> Result<(), ScenarioError> {
+        check((1..=KEYS_MAX).contains(&kv.keys), "kv.keys", || {
+            format!("{} must be between 1 and {KEYS_MAX}", kv.keys)
+        })?;
+        check(kv.interval.0 >= Duration::from_millis(1), "kv.interval", || "must be at least 1ms".into())?;
+        for (field, share) in [("kv.reads", kv.reads), ("kv.cas", kv.cas), ("kv.deletes", kv.deletes)] {
+            check(share.is_finite() && (0.0..=1.0).contains(&share), field, || {
+                format!("{share} must be between 0 and 1")
+            })?;
+        }
+        check(kv.reads + kv.cas + kv.deletes <= 1.0, "kv.deletes", || {
+            "reads + cas + deletes must be at most 1".into()
+        })?;
+        check(kv.watchers < self.clients.count, "kv.watchers", || {
+            format!("{} leaves no writer among {} clients", kv.watchers, self.clients.count)
+        })
+    }
+
+    /// The lock workload's settings (validated: present when `kv` is absent).
+    pub fn lock_spec(&self) -> Option<(&LockSpec, &ResourceSpec)> {
+        self.lock.as_ref().zip(self.resource.as_ref())
+    }
+
     /// "servers are s1..s3, clients c1..c2", for error messages.
     pub fn node_names_hint(&self) -> String {
         format!("servers are s1..s{}, clients c1..c{}", self.cluster.servers, self.clients.count)
     }
 }
+
+fn missing(field: &str, message: &str) -> ScenarioError {
+    ScenarioError { field: field.to_string(), message: message.to_string() }
+}
+
+/// Most keys of the key-value workload.
+pub const KEYS_MAX: usize = 1000;
 
 /// Slowest and fastest clock rates, in local seconds per true second.
 pub const RATE_MIN: f64 = 0.1;

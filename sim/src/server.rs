@@ -93,8 +93,15 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         let lessor = lessor.clone();
         let notify = applied_notify.clone();
         let clock = clock.clone();
+        let (recorder, name) = (recorder.clone(), spec.name.clone());
         Arc::new(move |command: &Command, response: &CommandResponse| {
             track_leases(&mut lock(&lessor), command, response, &clock);
+            if let (Command::LeaseRevoke { id, reason: RevokeReason::Expired }, CommandResponse::LeaseRevoke { .. }) =
+                (command, response)
+            {
+                // Every server applies it; the first application is when the keys are gone.
+                recorder.record_once(&name, Event::LeaseExpiry { lease: *id });
+            }
             notify.notify_waiters();
         })
     };
@@ -142,9 +149,23 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         let _ = raft.initialize(members).await;
     }
 
+    let fsync = durable.lock().expect("durable state lock poisoned").fsync;
+    if !fsync {
+        madsim::task::spawn(sync_periodically(durable.clone(), server.clock.clone()));
+    }
     madsim::task::spawn(server.clone().follow_role());
     madsim::task::spawn(server.clone().checkpoint_leases());
     server.expire_leases().await;
+}
+
+/// How often a server without fsync flushes its log and vote to disk.
+const SYNC_INTERVAL: Duration = Duration::from_millis(100);
+
+async fn sync_periodically(durable: Arc<Mutex<Durable>>, clock: Clock) {
+    loop {
+        clock.sleep(SYNC_INTERVAL).await;
+        durable.lock().expect("durable state lock poisoned").sync();
+    }
 }
 
 fn register_raft_handlers(endpoint: &Endpoint, raft: &Raft) {
@@ -424,14 +445,10 @@ impl Server {
             // whoever leads now, and the revocation commits.
             self.forward(revoke).await
         };
-        match response {
-            // Recorded once the revocation is committed and applied: that is when the lease's
-            // keys are gone for everyone.
-            Ok(ApplyResult::Command(CommandResponse::LeaseRevoke { .. })) => {
-                self.recorder.record(&self.name, Event::LeaseExpiry { lease });
-            }
-            Ok(_) => {} // already revoked by its owner
-            Err(_) => lock(&self.lessor).revoke_failed(lease),
+        // The expiry itself is recorded where the revocation is applied (see `track_leases`),
+        // so a leader that crashes right after committing it does not take the record along.
+        if response.is_err() {
+            lock(&self.lessor).revoke_failed(lease);
         }
     }
 
@@ -456,9 +473,14 @@ impl Server {
                 continue;
             }
             let checkpoints = lock(&self.lessor).checkpoints(self.clock.now());
-            if !checkpoints.is_empty() {
-                // A failure (lost leadership) is fine: the next leader checkpoints on its own.
-                let _ = self.raft.client_write(Command::LeaseCheckpoint { checkpoints }).await;
+            if checkpoints.is_empty() {
+                continue;
+            }
+            // A failure (lost leadership) is fine: the next leader checkpoints on its own.
+            if self.raft.client_write(Command::LeaseCheckpoint { checkpoints: checkpoints.clone() }).await.is_ok() {
+                for (lease, remaining_ms) in checkpoints {
+                    self.recorder.record(&self.name, Event::LeaseCheckpoint { lease, remaining_ms });
+                }
             }
         }
     }

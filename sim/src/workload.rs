@@ -8,7 +8,7 @@ use std::time::Duration;
 use coordsim_checker::history::{Call, Event, Phase, Return};
 use madsim::net::Endpoint;
 
-use crate::client::{Client, Session, lock, lock_api, unlock, unlock_api};
+use crate::client::{Client, Session, lock, lock_api, lock_cas, unlock, unlock_api, unlock_cas};
 use crate::clock::Clock;
 use crate::netfault;
 use crate::recorder::Recorder;
@@ -27,6 +27,8 @@ pub struct ClientPlan {
     pub addr: SocketAddr,
     pub servers: Vec<(u64, SocketAddr)>,
     pub recipe: Recipe,
+    /// etcd-cas: random backoff before retrying after a wakeup.
+    pub backoff: Option<Duration>,
     pub lock_name: String,
     pub ttl_ms: u64,
     /// How long the client keeps acting after its last acknowledged keepalive, by its clock
@@ -74,6 +76,9 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             let acquired = match plan.recipe {
                 Recipe::EtcdMutex => lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await,
                 Recipe::EtcdLockApi => lock_api(&client, &session, &recorder, &plan.name, &plan.lock_name).await,
+                Recipe::EtcdCas => {
+                    lock_cas(&client, &session, &recorder, &plan.name, &plan.lock_name, plan.backoff).await
+                }
             };
             let Ok((key, token)) = acquired else {
                 break;
@@ -83,11 +88,11 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             match end {
                 HoldEnd::Release => {
                     belief(&recorder, &plan, token, Phase::End, Some("unlocked"));
-                    release(&plan, &client, &recorder, &key).await;
+                    release(&plan, &client, &recorder, &key, token).await;
                 }
                 HoldEnd::Rejected => {
                     belief(&recorder, &plan, token, Phase::End, Some("write rejected: a newer holder exists"));
-                    release(&plan, &client, &recorder, &key).await;
+                    release(&plan, &client, &recorder, &key, token).await;
                 }
                 HoldEnd::SessionEnded => {
                     let reason = session.ended().map(|end| end.to_string());
@@ -101,11 +106,12 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
     }
 }
 
-async fn release(plan: &ClientPlan, client: &Client, recorder: &Recorder, key: &str) {
+async fn release(plan: &ClientPlan, client: &Client, recorder: &Recorder, key: &str, token: i64) {
     let budget = Duration::from_millis(plan.ttl_ms);
     match plan.recipe {
         Recipe::EtcdMutex => unlock(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
         Recipe::EtcdLockApi => unlock_api(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
+        Recipe::EtcdCas => unlock_cas(client, recorder, &plan.name, &plan.lock_name, token, budget).await,
     }
 }
 

@@ -7,7 +7,7 @@
 //! The tail starts when the last fault ends; it must last at least [`TAIL_MIN_NS`] to be judged,
 //! otherwise the verdict is `unknown`.
 
-use crate::history::{Event, History, Phase, Return};
+use crate::history::{Call, Event, History, Phase, Return};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
 /// Shortest fault-free tail that can be judged: long enough for an election, a lease expiry at
@@ -15,6 +15,11 @@ use crate::verdict::{Finding, PropertyReport, Verdict};
 pub const TAIL_MIN_NS: u64 = 5_000_000_000;
 
 pub(super) fn check(history: &History) -> PropertyReport {
+    let locks = history.entries.iter().any(|e| matches!(e.event, Event::Invoke { call: Call::Lock { .. }, .. }));
+    if !locks {
+        let summary = "no lock operations in this history: nothing to judge".to_string();
+        return PropertyReport { property: "progress".into(), verdict: Verdict::Pass, summary, findings: Vec::new() };
+    }
     let faults_end_ns = history
         .entries
         .iter()

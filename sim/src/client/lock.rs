@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use coordsim_checker::history::{Call, Return};
+use coordsim_checker::history::{Call, Event, Return};
 
 use super::{Client, Session, SessionEnd, Unavailable};
 use crate::recipe::mutex::{EtcdMutex, MutexError, MutexInput, MutexStep};
@@ -57,7 +57,11 @@ pub async fn lock(
             },
             MutexStep::WaitDelete { key, from_revision } => {
                 match wait_delete(client, session, &key, from_revision).await {
-                    Ok(()) => mutex.step(MutexInput::Deleted),
+                    Ok(()) => {
+                        let wakeup = Event::Wakeup { lock: name.to_string(), waiter: mutex.key().to_string() };
+                        recorder.record(node, wakeup);
+                        mutex.step(MutexInput::Deleted)
+                    }
                     Err(end) => break Err(LockError::SessionEnded(end)),
                 }
             }
@@ -159,6 +163,67 @@ pub async fn unlock_api(client: &Client, recorder: &Recorder, node: &str, name: 
     let op = recorder.invoke(node, Call::Unlock { name: name.to_string(), key: key.to_string() });
     match client.call(ClientRequest::Unlock { key: key.to_string() }, budget).await {
         Ok(ClientReply::Write(CommandResponse::DeleteRange(_))) => recorder.ok(node, op, Return::Unlocked),
+        Ok(other) => recorder.fail(node, op, format!("{other:?}")),
+        Err(error) => recorder.info(node, op, error.to_string()),
+    }
+}
+
+/// Acquires the compare-and-swap lock on the key `name` (docs/cases/10: the herd-prone
+/// pattern). Records one `lock` operation and a `wakeup` each time the watched key is deleted.
+pub async fn lock_cas(
+    client: &Client,
+    session: &Session,
+    recorder: &Recorder,
+    node: &str,
+    name: &str,
+    backoff: Option<Duration>,
+) -> Result<(String, i64), LockError> {
+    use crate::recipe::cas_lock::{CasLock, CasStep};
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease });
+    let budget = Duration::from_millis(session.ttl_ms);
+    let (lock, mut step) = CasLock::lock(name, node, session.lease);
+    let result = loop {
+        if let Some(end) = session.ended() {
+            break Err(LockError::SessionEnded(end));
+        }
+        step = match step {
+            CasStep::Txn(txn) => match client.write(Command::Txn(txn), budget).await {
+                Ok(CommandResponse::Txn(response)) => lock.on_txn(response),
+                Ok(CommandResponse::Error(error)) => break Err(LockError::Store(error)),
+                Ok(other) => unreachable!("a txn is answered by a txn response, got {other:?}"),
+                Err(error) => break Err(error.into()),
+            },
+            CasStep::WaitDelete { key, from_revision } => match wait_delete(client, session, &key, from_revision).await
+            {
+                Ok(()) => {
+                    recorder.record(node, Event::Wakeup { lock: name.to_string(), waiter: node.to_string() });
+                    if let Some(backoff) = backoff.filter(|b| !b.is_zero()) {
+                        use madsim::rand::Rng as _;
+                        let jitter = madsim::rand::thread_rng().gen_range(0..backoff.as_millis() as u64);
+                        client.clock().sleep(Duration::from_millis(jitter)).await;
+                    }
+                    lock.retry()
+                }
+                Err(end) => break Err(LockError::SessionEnded(end)),
+            },
+            CasStep::Acquired { key, token } => break Ok((key, token)),
+            CasStep::Failed(reason) => break Err(LockError::Mutex(MutexError::Protocol(reason))),
+        };
+    };
+    match &result {
+        Ok((key, token)) => recorder.ok(node, op, Return::Locked { key: key.clone(), token: *token }),
+        Err(LockError::Unavailable(error)) => recorder.info(node, op, error.to_string()),
+        Err(error) => recorder.fail(node, op, error.to_string()),
+    }
+    result
+}
+
+/// Releases the compare-and-swap lock: deletes the key if it is still ours.
+pub async fn unlock_cas(client: &Client, recorder: &Recorder, node: &str, name: &str, token: i64, budget: Duration) {
+    let op = recorder.invoke(node, Call::Unlock { name: name.to_string(), key: name.to_string() });
+    let txn = crate::recipe::cas_lock::unlock(name, token);
+    match client.write(Command::Txn(txn), budget).await {
+        Ok(CommandResponse::Txn(_)) => recorder.ok(node, op, Return::Unlocked),
         Ok(other) => recorder.fail(node, op, format!("{other:?}")),
         Err(error) => recorder.info(node, op, error.to_string()),
     }

@@ -15,7 +15,7 @@ use crate::netfault;
 use crate::rpc::{ClientReply, ClientRequest, WatchBatch};
 use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
 
-pub use lock::{LockError, lock, lock_api, unlock, unlock_api};
+pub use lock::{LockError, lock, lock_api, lock_cas, unlock, unlock_api, unlock_cas};
 pub use session::{Session, SessionEnd};
 
 /// How long one RPC may take before the client tries another server.
@@ -119,6 +119,27 @@ impl Client {
         budget: Duration,
     ) -> Result<Result<RangeResponse, StoreError>, Unavailable> {
         match self.call(ClientRequest::Range { request, linearizable: true }, budget).await? {
+            ClientReply::Range(result) => Ok(result),
+            other => unreachable!("a read is answered by a range response, got {other:?}"),
+        }
+    }
+
+    /// A linearizable read sent to a server picked at random, as etcd's client balances requests
+    /// over its endpoints; a server that cannot serve it redirects to the leader.
+    pub async fn range_any(
+        &self,
+        request: RangeRequest,
+        budget: Duration,
+    ) -> Result<Result<RangeResponse, StoreError>, Unavailable> {
+        use madsim::rand::Rng as _;
+        let first = madsim::rand::thread_rng().gen_range(0..self.servers.len());
+        let (_, addr) = self.servers[first];
+        let request = ClientRequest::Range { request, linearizable: true };
+        if let Ok(ClientReply::Range(result)) = netfault::call(&self.endpoint, addr, request.clone(), RPC_TIMEOUT).await
+        {
+            return Ok(result);
+        }
+        match self.call(request, budget).await? {
             ClientReply::Range(result) => Ok(result),
             other => unreachable!("a read is answered by a range response, got {other:?}"),
         }

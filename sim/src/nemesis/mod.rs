@@ -39,6 +39,8 @@ pub struct Member {
     pub name: String,
     pub id: NodeId,
     pub ip: IpAddr,
+    /// A server's durable state: a crash loses what it had not synced.
+    pub durable: Option<Arc<Mutex<crate::raft::Durable>>>,
 }
 
 /// Every node of the run, by role.
@@ -194,6 +196,9 @@ impl Nemesis {
             Fault::Crash { target } => {
                 let member = self.resolve(target);
                 if bump(&mut self.state().crashed, member.id) {
+                    if let Some(durable) = &member.durable {
+                        durable.lock().expect("durable state lock poisoned").crash();
+                    }
                     handle.kill(member.id);
                 }
                 Applied { targets: vec![member.name], detail: String::new(), undo: Undo::Restart(member.id) }
@@ -255,6 +260,11 @@ impl Nemesis {
                 let member = self.resolve(target);
                 let detail = format!("isolate {}", member.name);
                 (links::isolate(&member.name, &all), vec![member.name], detail)
+            }
+            Partition::CutFromServers(target) => {
+                let member = self.resolve(target);
+                let detail = format!("{} cut from the other servers", member.name);
+                (links::between(&[member.name.clone()], &servers), vec![member.name], detail)
             }
             Partition::MajorityMinority => {
                 let (cut, minority, majority) = links::majority_minority(&self.shuffled_servers());

@@ -72,6 +72,7 @@ pub enum Fault {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Partition {
     Isolate(Target),
+    CutFromServers(Target),
     MajorityMinority,
     Ring,
     Bridge,
@@ -348,6 +349,13 @@ fn partition(
         PartitionShape::Isolate => {
             check(targets.is_empty(), &field("targets"), || "isolate takes one `target`".into())?;
             Partition::Isolate(target.ok_or_else(|| err(&field("target"), "missing: the node to isolate"))?)
+        }
+        PartitionShape::CutFromServers => {
+            check(targets.is_empty(), &field("targets"), || "cut-from-servers takes one `target`".into())?;
+            let target = target.ok_or_else(|| err(&field("target"), "missing: the server to cut off"))?;
+            let is_client = matches!(&target, Target::Node(n) if clients.contains(n)) || target == Target::AnyClient;
+            check(!is_client, &field("target"), || "cut-from-servers takes a server".into())?;
+            Partition::CutFromServers(target)
         }
         PartitionShape::MajorityMinority => {
             needs_no_target("majority-minority")?;

@@ -1,8 +1,12 @@
 //! The Raft log, vote and latest snapshot of one server, kept in memory outside the server's
 //! tasks so that they survive a simulated crash (`Handle::kill` / `restart`).
 //!
-//! Every append is durable the moment `append` returns: a crash loses only what the state
-//! machine had applied in memory, which openraft replays from this log on restart.
+//! By default every write is durable the moment it returns (an fsync per append): a crash loses
+//! only what the state machine had applied in memory, which openraft replays from this log on
+//! restart. With `fsync` off the server acknowledges appends and votes before they reach the
+//! disk, syncing only now and then ([`Durable::sync`]); a crash ([`Durable::crash`]) loses
+//! everything since the last sync — acknowledged entries and votes included — which is what
+//! the durability checker exists to catch.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -16,7 +20,7 @@ use openraft::{OptionalSend, RaftLogReader};
 use super::{Entry, LogId, SnapshotMeta, StoreSnapshot, TypeConfig, Vote};
 
 /// What one server keeps across crashes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Durable {
     pub vote: Option<Vote>,
     pub committed: Option<LogId>,
@@ -24,6 +28,53 @@ pub struct Durable {
     pub entries: BTreeMap<u64, Entry>,
     /// The latest snapshot the state machine built or installed.
     pub snapshot: Option<(SnapshotMeta, StoreSnapshot)>,
+    /// Whether every append and vote is synced before it is acknowledged.
+    pub fsync: bool,
+    /// What is on disk when `fsync` is off: the log through this index, and this vote.
+    synced_through: Option<u64>,
+    synced_vote: Option<Vote>,
+}
+
+impl Default for Durable {
+    fn default() -> Self {
+        Durable::new(true)
+    }
+}
+
+impl Durable {
+    pub fn new(fsync: bool) -> Self {
+        Durable {
+            vote: None,
+            committed: None,
+            last_purged: None,
+            entries: BTreeMap::new(),
+            snapshot: None,
+            fsync,
+            synced_through: None,
+            synced_vote: None,
+        }
+    }
+
+    /// Everything written so far reaches the disk.
+    pub fn sync(&mut self) {
+        self.synced_through = self.entries.keys().next_back().copied();
+        self.synced_vote = self.vote.clone();
+    }
+
+    /// The process dies: what was not synced is gone. With `fsync` on, nothing is lost.
+    pub fn crash(&mut self) {
+        if self.fsync {
+            return;
+        }
+        let synced = self.synced_through;
+        self.entries.retain(|index, _| synced.is_some_and(|last| *index <= last));
+        self.vote = self.synced_vote.clone();
+        if let (Some(committed), last) = (&self.committed, synced)
+            && last.is_none_or(|last| committed.index > last)
+        {
+            self.committed = None;
+        }
+    }
 }
 
 /// A handle on a server's durable state; cloning shares it.
@@ -70,7 +121,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
-        self.lock().vote = Some(vote.clone());
+        let mut durable = self.lock();
+        durable.vote = Some(vote.clone());
+        if durable.fsync {
+            durable.sync();
+        }
         Ok(())
     }
 
@@ -93,6 +148,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             for entry in entries {
                 durable.entries.insert(entry.log_id.index, entry);
             }
+            if durable.fsync {
+                durable.sync();
+            }
         }
         callback.io_completed(Ok(()));
         Ok(())
@@ -102,6 +160,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let mut durable = self.lock();
         let keep_through = last_log_id.map(|id| id.index);
         durable.entries.retain(|index, _| keep_through.is_some_and(|last| *index <= last));
+        durable.synced_through = durable.synced_through.min(keep_through);
         Ok(())
     }
 
@@ -116,5 +175,36 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         durable.entries.retain(|index, _| *index > log_id.index);
         durable.last_purged = Some(log_id);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(index: u64) -> Entry {
+        use openraft::entry::RaftEntry;
+        Entry::new_blank(openraft::testing::log_id::<super::super::TypeConfig>(1, 1, index))
+    }
+
+    #[test]
+    fn with_fsync_a_crash_loses_nothing() {
+        let mut durable = Durable::new(true);
+        durable.entries.insert(1, entry(1));
+        durable.sync();
+        durable.entries.insert(2, entry(2));
+        durable.crash();
+        assert_eq!(durable.entries.len(), 2);
+    }
+
+    #[test]
+    fn without_fsync_a_crash_loses_what_was_not_synced() {
+        let mut durable = Durable::new(false);
+        durable.entries.insert(1, entry(1));
+        durable.sync();
+        durable.entries.insert(2, entry(2));
+        durable.entries.insert(3, entry(3));
+        durable.crash();
+        assert_eq!(durable.entries.keys().copied().collect::<Vec<_>>(), vec![1]);
     }
 }

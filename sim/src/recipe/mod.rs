@@ -2,4 +2,5 @@
 //! previous request and says what to do next. The madsim client drives them over RPC; the
 //! stateright models (model/) drive the same code with model messages.
 
+pub mod cas_lock;
 pub mod mutex;

@@ -73,6 +73,11 @@ impl Model {
             Command::LeaseGrant { id, ttl_ms } => self.grant(*id, *ttl_ms),
             Command::LeaseRevoke { id, .. } => self.revoke(*id),
             Command::Compact { revision } => self.compact(*revision),
+            // The reference does not model checkpoints (the generator never sends one): they
+            // change no key and no revision.
+            Command::LeaseCheckpoint { .. } => {
+                Ok(CommandResponse::LeaseCheckpoint { header: ResponseHeader { revision: self.revision() } })
+            }
         };
         result.unwrap_or_else(CommandResponse::Error)
     }

@@ -1,0 +1,152 @@
+//! The compare-and-swap lock on one key, as a sans-IO state machine: the pattern many etcd users
+//! write by hand (and the herd-prone foil of the mutex recipe, docs/cases/10).
+//!
+//! 1. A txn: if the lock key does not exist (`create_revision == 0`), put it with our lease;
+//!    else read it. Success: we hold the lock; the put's revision is the fencing token.
+//! 2. Otherwise watch the lock key from after the holder's revision until it is deleted — every
+//!    waiter watches the same key, so one release wakes them all (the herd) — and try again,
+//!    after an optional random backoff that spreads the retries (not the wakeups).
+//!
+//! Unlock deletes the key only if it is still ours (compare its create_revision with our token),
+//! so a holder whose lease expired cannot delete its successor's key.
+
+use crate::store::{
+    Compare, CompareResult, CompareTarget, DeleteRangeRequest, KeyRange, LeaseId, PutRequest, RangeRequest, Revision,
+    TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
+};
+
+/// What the driver must do next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CasStep {
+    /// Send this txn as a write; feed back the response with [`CasLock::on_txn`].
+    Txn(TxnRequest),
+    /// Watch `key` from `from_revision` until it is deleted, then call [`CasLock::retry`].
+    WaitDelete {
+        key: String,
+        from_revision: Revision,
+    },
+    Acquired {
+        key: String,
+        token: Revision,
+    },
+    /// A response the protocol does not allow here: a bug in the driver or the server.
+    Failed(&'static str),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CasLock {
+    key: String,
+    owner: String,
+    lease: LeaseId,
+}
+
+impl CasLock {
+    /// Starts acquiring the lock `key` for `owner` (its value) under `lease`.
+    pub fn lock(key: &str, owner: &str, lease: LeaseId) -> (CasLock, CasStep) {
+        let lock = CasLock { key: key.to_string(), owner: owner.to_string(), lease };
+        let step = lock.attempt();
+        (lock, step)
+    }
+
+    fn attempt(&self) -> CasStep {
+        CasStep::Txn(TxnRequest {
+            compare: vec![Compare {
+                key: self.key.clone(),
+                result: CompareResult::Equal,
+                target: CompareTarget::CreateRevision(0),
+            }],
+            success: vec![TxnOp::Put(PutRequest {
+                key: self.key.clone(),
+                value: self.owner.clone(),
+                lease: self.lease,
+                prev_kv: false,
+            })],
+            failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(self.key.clone())))],
+        })
+    }
+
+    pub fn on_txn(&self, response: TxnResponse) -> CasStep {
+        if response.succeeded {
+            return CasStep::Acquired { key: self.key.clone(), token: response.header.revision };
+        }
+        match response.responses.as_slice() {
+            [TxnOpResponse::Range(range)] => match range.kvs.first() {
+                Some(holder) => CasStep::WaitDelete { key: self.key.clone(), from_revision: holder.mod_revision + 1 },
+                // Deleted between the compare and the read of the same txn: impossible, a txn is
+                // atomic; but trying again is the right answer either way.
+                None => self.attempt(),
+            },
+            _ => CasStep::Failed("the failure branch answers one range"),
+        }
+    }
+
+    /// The watched key was deleted: try again.
+    pub fn retry(&self) -> CasStep {
+        self.attempt()
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// Deletes the lock key only if it is still the one we created (its create_revision is our
+/// token).
+pub fn unlock(key: &str, token: Revision) -> TxnRequest {
+    TxnRequest {
+        compare: vec![Compare {
+            key: key.to_string(),
+            result: CompareResult::Equal,
+            target: CompareTarget::CreateRevision(token),
+        }],
+        success: vec![TxnOp::DeleteRange(DeleteRangeRequest { range: KeyRange::Key(key.to_string()), prev_kv: false })],
+        failure: vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Command, CommandResponse, Store};
+
+    fn txn(store: &mut Store, request: TxnRequest) -> TxnResponse {
+        match store.apply(&Command::Txn(request)) {
+            CommandResponse::Txn(response) => response,
+            other => panic!("txn failed: {other:?}"),
+        }
+    }
+
+    fn lease(store: &mut Store) -> LeaseId {
+        match store.apply(&Command::LeaseGrant { id: 0, ttl_ms: 5000 }) {
+            CommandResponse::LeaseGrant { id, .. } => id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn first_caller_acquires_and_others_wait_on_the_same_key() {
+        let mut store = Store::new();
+        let (a, b, c) = (lease(&mut store), lease(&mut store), lease(&mut store));
+        let (first, CasStep::Txn(t1)) = CasLock::lock("/l", "c1", a) else { panic!() };
+        let CasStep::Acquired { token, .. } = first.on_txn(txn(&mut store, t1)) else { panic!("c1 acquires") };
+        for (owner, lease) in [("c2", b), ("c3", c)] {
+            let (waiter, CasStep::Txn(t)) = CasLock::lock("/l", owner, lease) else { panic!() };
+            let step = waiter.on_txn(txn(&mut store, t));
+            assert_eq!(step, CasStep::WaitDelete { key: "/l".into(), from_revision: token + 1 }, "the herd");
+        }
+    }
+
+    #[test]
+    fn unlock_deletes_only_our_own_key() {
+        let mut store = Store::new();
+        let (a, b) = (lease(&mut store), lease(&mut store));
+        let (first, CasStep::Txn(t1)) = CasLock::lock("/l", "c1", a) else { panic!() };
+        let CasStep::Acquired { token: old, .. } = first.on_txn(txn(&mut store, t1)) else { panic!() };
+        store.apply(&Command::LeaseRevoke { id: a, reason: crate::store::RevokeReason::Expired });
+        let (second, CasStep::Txn(t2)) = CasLock::lock("/l", "c2", b) else { panic!() };
+        let CasStep::Acquired { token: new, .. } = second.on_txn(txn(&mut store, t2)) else { panic!() };
+        assert!(new > old);
+        assert!(!txn(&mut store, unlock("/l", old)).succeeded, "the stale holder cannot delete c2's key");
+        assert!(txn(&mut store, unlock("/l", new)).succeeded);
+    }
+}
