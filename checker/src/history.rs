@@ -235,10 +235,11 @@ pub enum Phase {
 }
 
 /// The kinds of fault the nemesis injects (see the scenario format for their parameters).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
     /// A process pause (GC pause): the node runs no code while time and the network go on.
+    #[default]
     Pause,
     /// The node is killed; at the end of the fault it restarts (a server with its durable state).
     Crash,
@@ -258,6 +259,24 @@ pub enum FaultKind {
     DropReplies,
     /// Messages on one directed link are held back.
     LinkDelay,
+}
+
+impl FaultKind {
+    /// The name used in scenario files and histories (`clock-rate`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Pause => "pause",
+            FaultKind::Crash => "crash",
+            FaultKind::Partition => "partition",
+            FaultKind::ClockJump => "clock-jump",
+            FaultKind::ClockRate => "clock-rate",
+            FaultKind::ClockStrobe => "clock-strobe",
+            FaultKind::PacketLoss => "packet-loss",
+            FaultKind::Latency => "latency",
+            FaultKind::DropReplies => "drop-replies",
+            FaultKind::LinkDelay => "link-delay",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -249,47 +249,10 @@ pub struct ScheduledFault {
     pub replies: Option<ReplyKind>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultKindSpec {
-    /// Stop-the-world pause (GC pause): the node runs no code; time and network go on.
-    #[default]
-    Pause,
-    /// Kill the node; restart it when the fault ends (servers keep their durable state,
-    /// clients start over with a new session).
-    Crash,
-    /// Cut network links (see `shape`); heal when the fault ends.
-    Partition,
-    /// Move a node's clock by `by` at once.
-    ClockJump,
-    /// Run a node's clock at `rate` for the duration.
-    ClockRate,
-    /// Flip a node's clock between +`by` and back every `period` for the duration.
-    ClockStrobe,
-    /// Lose each message with probability `rate`.
-    PacketLoss,
-    /// Message latency drawn from [`min`, `max`].
-    Latency,
-    /// Drop the replies of a kind sent to the target client (the request still happens).
-    DropReplies,
-    /// Delay messages on one link (`from` → `to`) by `delay`.
-    LinkDelay,
-}
-
-impl FaultKindSpec {
-    pub const ALL: [FaultKindSpec; 10] = [
-        FaultKindSpec::Pause,
-        FaultKindSpec::Crash,
-        FaultKindSpec::Partition,
-        FaultKindSpec::ClockJump,
-        FaultKindSpec::ClockRate,
-        FaultKindSpec::ClockStrobe,
-        FaultKindSpec::PacketLoss,
-        FaultKindSpec::Latency,
-        FaultKindSpec::DropReplies,
-        FaultKindSpec::LinkDelay,
-    ];
-}
+/// A fault's kind, as scenario files and histories name it: `pause`, `crash`, `partition`,
+/// `clock-jump`, `clock-rate`, `clock-strobe`, `packet-loss`, `latency`, `drop-replies`,
+/// `link-delay` (the fields each takes are checked by `crate::nemesis::plan`).
+pub use coordsim_checker::history::FaultKind as FaultKindSpec;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

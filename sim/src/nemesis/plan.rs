@@ -235,9 +235,7 @@ fn typed(scenario: &Scenario, spec: &ScheduledFault, path: &str) -> Result<(Faul
         ("delay", spec.delay.is_some()),
         ("replies", spec.replies.is_some()),
     ] {
-        check(!set || allowed.contains(&name), &field(name), || {
-            format!("does not apply to a {} fault", kind_name(kind))
-        })?;
+        check(!set || allowed.contains(&name), &field(name), || format!("does not apply to a {} fault", kind.name()))?;
     }
 
     let target = |required: bool| -> Result<Option<Target>, ScenarioError> {
@@ -406,8 +404,7 @@ fn validate_chaos(scenario: &Scenario, chaos: &Chaos) -> Result<(), ScenarioErro
     // Every drawn fault must be valid: check one of each kind against this scenario.
     for kind in &chaos.kinds {
         let spec = chaos_fault(scenario, *kind, chaos.start.0, chaos.length.min.0, &mut SmallRng::seed_from_u64(0));
-        typed(scenario, &spec, "chaos")
-            .map_err(|e| err("chaos.kinds", &format!("{}: {}", kind_name(*kind), e.message)))?;
+        typed(scenario, &spec, "chaos").map_err(|e| err("chaos.kinds", &format!("{}: {}", kind.name(), e.message)))?;
     }
     Ok(())
 }
@@ -520,21 +517,6 @@ fn chaos_fault(
         }
     }
     spec
-}
-
-pub fn kind_name(kind: FaultKindSpec) -> &'static str {
-    match kind {
-        FaultKindSpec::Pause => "pause",
-        FaultKindSpec::Crash => "crash",
-        FaultKindSpec::Partition => "partition",
-        FaultKindSpec::ClockJump => "clock-jump",
-        FaultKindSpec::ClockRate => "clock-rate",
-        FaultKindSpec::ClockStrobe => "clock-strobe",
-        FaultKindSpec::PacketLoss => "packet-loss",
-        FaultKindSpec::Latency => "latency",
-        FaultKindSpec::DropReplies => "drop-replies",
-        FaultKindSpec::LinkDelay => "link-delay",
-    }
 }
 
 fn err(field: &str, message: &str) -> ScenarioError {
