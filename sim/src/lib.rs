@@ -21,3 +21,4 @@ pub mod scenario;
 pub mod server;
 pub mod store;
 pub mod workload;
+pub mod zk;

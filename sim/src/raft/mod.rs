@@ -60,6 +60,7 @@ impl fmt::Display for Command {
             }
             Command::Compact { revision } => write!(f, "compact revision={revision}"),
             Command::LeaseCheckpoint { checkpoints } => write!(f, "lease-checkpoint leases={}", checkpoints.len()),
+            Command::Zk(write) => write!(f, "zk session={} ops={}", write.session, write.ops.len()),
         }
     }
 }

@@ -88,6 +88,7 @@ impl Store {
                 }
                 Ok(CommandResponse::LeaseCheckpoint { header: self.header() })
             }
+            Command::Zk(write) => Ok(self.zk_write(write)),
         };
         result.unwrap_or_else(CommandResponse::Error)
     }
@@ -177,6 +178,17 @@ impl Store {
         self.compact_revision = revision;
         self.check_compacted();
         Ok(CommandResponse::Compact { header: self.header() })
+    }
+
+    /// A ZooKeeper write: planned on the current state by `crate::zk::tree`, then applied as
+    /// one unconditional transaction (one revision: the write's zxid).
+    fn zk_write(&mut self, write: &crate::zk::ZkWrite) -> CommandResponse {
+        let result = crate::zk::tree::plan(self, write).map(|planned| {
+            let response = self.txn(&planned.txn).expect("a planned ZooKeeper write is a valid transaction");
+            assert!(response.succeeded, "a planned ZooKeeper write has no compares to fail");
+            crate::zk::tree::results(self, write, &planned.created)
+        });
+        CommandResponse::Zk { header: self.header(), result }
     }
 
     /// Run `f` as one write request at the next revision, then commit the revision if

@@ -184,6 +184,9 @@ pub enum Command {
     LeaseCheckpoint {
         checkpoints: Vec<(LeaseId, u64)>,
     },
+    /// A ZooKeeper write (create, delete, setData, multi) on the znodes kept in this store
+    /// (see `crate::zk`): planned against the current state, applied as one transaction.
+    Zk(crate::zk::ZkWrite),
 }
 
 /// Why a lease was revoked: asked by a client, or expired by the leader's lessor.
@@ -258,6 +261,12 @@ pub enum CommandResponse {
     },
     LeaseCheckpoint {
         header: ResponseHeader,
+    },
+    /// A ZooKeeper write: what each op did, or the op that failed (nothing changed then). The
+    /// header's revision is the write's zxid when it changed anything.
+    Zk {
+        header: ResponseHeader,
+        result: Result<Vec<crate::zk::ZkOpResult>, crate::zk::ZkOpError>,
     },
     /// The request was rejected; the store did not change.
     Error(StoreError),
