@@ -26,6 +26,12 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("herd-cas-lock", include_str!("../library/herd-cas-lock.toml")),
     ("herd-cas-lock-backoff", include_str!("../library/herd-cas-lock-backoff.toml")),
     ("herd-free-mutex", include_str!("../library/herd-free-mutex.toml")),
+    ("zk-queue-lock", include_str!("../library/zk-queue-lock.toml")),
+    ("zk-herd-lock", include_str!("../library/zk-herd-lock.toml")),
+    ("lost-wakeup", include_str!("../library/lost-wakeup.toml")),
+    ("lost-wakeup-fixed", include_str!("../library/lost-wakeup-fixed.toml")),
+    ("orphaned-sequential-node", include_str!("../library/orphaned-sequential-node.toml")),
+    ("orphaned-sequential-node-fixed", include_str!("../library/orphaned-sequential-node-fixed.toml")),
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 

@@ -142,3 +142,13 @@ progress = "any"
     let expired = expiry_of_c1(&broken);
     assert!(expired.is_none_or(|t| t > 22 * S), "with the bug the lease lives through the churn: {expired:?}");
 }
+
+#[test]
+fn lost_wakeup_on_vanished_predecessor_stalls_the_queue() {
+    pair("lost-wakeup", Property::Progress);
+}
+
+#[test]
+fn no_unique_tag_in_sequential_create_orphans_a_node_and_deadlocks() {
+    pair("orphaned-sequential-node", Property::Progress);
+}

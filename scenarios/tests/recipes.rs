@@ -1,4 +1,4 @@
-//! Every lock recipe without faults (issue 3): 5 clients, 3 servers, at least 200 acquisitions;
+//! Every lock recipe (etcd and ZooKeeper) without faults (issue 3): 5 clients, 3 servers, at least 200 acquisitions;
 //! mutual exclusion holds at the fenced resource, every grant's token is higher than the one
 //! before, and the herd-free recipes wake exactly one waiter per release.
 
@@ -79,4 +79,14 @@ fn etcd_lock_api_is_safe_and_herd_free() {
 #[test]
 fn etcd_cas_is_safe_but_wakes_the_herd() {
     check("etcd-cas", false);
+}
+
+#[test]
+fn zk_queue_lock_is_safe_and_herd_free() {
+    check("zk-queue-lock", true);
+}
+
+#[test]
+fn zk_herd_lock_is_safe_but_wakes_the_herd() {
+    check("zk-herd-lock", false);
 }

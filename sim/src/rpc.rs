@@ -1,5 +1,5 @@
 //! The client ↔ server protocol (etcd's KV, Lease and Watch services, reduced to what the
-//! recipes use) and the client ↔ resource protocol.
+//! recipes use, and the ZooKeeper view's requests) and the client ↔ resource protocol.
 
 use madsim::net::rpc::Request;
 use serde::{Deserialize, Serialize};
@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::store::{
     Command, CommandResponse, Event, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError,
 };
+use crate::zk::{Stat, WatchKind, WatchedEvent, ZkError, ZkOpError, ZkOpResult, ZkWrite};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ClientRequest {
@@ -26,6 +27,74 @@ pub enum ClientRequest {
     Lock { name: String, lease: LeaseId },
     /// etcd's Unlock: deletes the holder key.
     Unlock { key: String },
+    /// A request of the ZooKeeper view (`crate::zk`).
+    Zk(ZkRequest),
+}
+
+/// The ZooKeeper view's requests. A ZooKeeper client talks to the one server it is connected to:
+/// that server answers reads from its own applied state (possibly stale) and forwards writes to
+/// the leader, answering only once it has applied them itself (so a client reads its writes).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ZkRequest {
+    Write(ZkWrite),
+    /// `seen`: the newest zxid this client has seen; the server answers only once it has applied
+    /// that far (a ZooKeeper server refuses a client that has seen more than it has).
+    Exists {
+        path: String,
+        seen: Revision,
+    },
+    GetData {
+        path: String,
+        seen: Revision,
+    },
+    GetChildren {
+        path: String,
+        seen: Revision,
+    },
+    /// Catch this server up with the leader: answers with a zxid at least the leader's commit
+    /// point at the time of the call, once this server has applied it.
+    Sync,
+    /// Long-poll for the changes after zxid `after` that fire a watch on `path` of `kind`,
+    /// waiting at most `wait_ms` of the server's local time.
+    Watch {
+        path: String,
+        kind: WatchKind,
+        after: Revision,
+        wait_ms: u64,
+    },
+    /// Server to leader, for `Sync`: confirm leadership (read index) and answer the applied zxid.
+    ReadIndex,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ZkReply {
+    /// `zxid`: the store revision after the write (its zxid when it changed anything).
+    Write {
+        zxid: Revision,
+        result: Result<Vec<ZkOpResult>, ZkOpError>,
+    },
+    /// Every read carries the zxid of the state it was served from.
+    Exists {
+        zxid: Revision,
+        result: Result<Option<Stat>, ZkError>,
+    },
+    Data {
+        zxid: Revision,
+        result: Result<(String, Stat), ZkError>,
+    },
+    Children {
+        zxid: Revision,
+        result: Result<Vec<String>, ZkError>,
+    },
+    Synced {
+        zxid: Revision,
+    },
+    /// The notifications found (empty when the wait ran out), and the zxid the server had
+    /// reached: with no notification the watcher may resume after it.
+    Watch {
+        zxid: Revision,
+        result: Result<Vec<WatchedEvent>, StoreError>,
+    },
 }
 
 impl Request for ClientRequest {
@@ -60,6 +129,7 @@ pub enum ClientReply {
     Unavailable {
         reason: String,
     },
+    Zk(ZkReply),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

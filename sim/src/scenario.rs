@@ -89,6 +89,19 @@ pub enum Recipe {
     EtcdLockApi,
     /// Compare-and-swap on one key, every waiter watching that key: one release wakes them all.
     EtcdCas,
+    /// ZooKeeper's lock recipe: an ephemeral sequential node, a watch on the predecessor only,
+    /// a unique tag in the name to survive a lost create reply.
+    ZkQueueLock,
+    /// The naive ZooKeeper lock: every waiter watches the lock node's children, so every
+    /// change wakes them all.
+    ZkHerdLock,
+}
+
+impl Recipe {
+    /// Whether the recipe runs on the ZooKeeper view (its lock name is a znode path).
+    pub fn is_zookeeper(self) -> bool {
+        matches!(self, Recipe::ZkQueueLock | Recipe::ZkHerdLock)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -200,6 +213,13 @@ pub struct Bugs {
     /// The client ignores failed keepalives ("lease not found", timeouts): its session never
     /// ends and it goes on acting as holder after its lease expired.
     pub ignore_keepalive_failure: bool,
+    /// The ZooKeeper queue lock treats "predecessor already gone" at `exists` as "watch set"
+    /// and sleeps forever (Apache Helix, CURATOR-527; docs/cases/08).
+    pub lost_wakeup_on_vanished_predecessor: bool,
+    /// The ZooKeeper locks create `lock-` without a unique tag, so after a lost create reply the
+    /// client cannot find its node and creates another, orphaning the first at the head of the
+    /// queue (ZOOKEEPER-1262, CURATOR-79; docs/cases/07).
+    pub no_unique_tag_in_sequential_create: bool,
 }
 
 /// A fault at a fixed time, as written in `[[nemesis]]`. Which fields apply depends on `kind`;
@@ -279,7 +299,7 @@ pub enum PartitionShape {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReplyKind {
-    /// Replies to writes (put, delete, txn: the lock recipe's create).
+    /// Replies to writes (put, delete, txn: the etcd lock recipes' create; ZooKeeper writes).
     Write,
     /// Replies to keepalives.
     KeepAlive,
@@ -516,7 +536,12 @@ impl Scenario {
         }
         check(!lock.name.is_empty() && !lock.name.ends_with('/'), "lock.name", || {
             format!("{:?} must be non-empty and must not end with '/'", lock.name)
-        })
+        })?;
+        if lock.recipe.is_zookeeper() {
+            let valid = lock.name != "/" && crate::zk::validate_path(&lock.name).is_ok();
+            check(valid, "lock.name", || format!("{:?} must be a znode path such as \"/locks/resource\"", lock.name))?;
+        }
+        Ok(())
     }
 
     fn validate_kv(&self, kv: &KvSpec) -> Result<(), ScenarioError> {

@@ -8,12 +8,14 @@ use std::time::Duration;
 use coordsim_checker::history::{Call, Event, Phase, Return};
 use madsim::net::Endpoint;
 
-use crate::client::{Client, Session, lock, lock_api, lock_cas, unlock, unlock_api, unlock_cas};
+use crate::client::zk::ZkClient;
+use crate::client::{Client, Session, lock, lock_api, lock_cas, lock_zk, unlock, unlock_api, unlock_cas, unlock_zk};
 use crate::clock::Clock;
 use crate::netfault;
+use crate::recipe::zk_lock::ZkLockConfig;
 use crate::recorder::Recorder;
 use crate::rpc::{ResourceReply, ResourceWrite};
-use crate::scenario::Recipe;
+use crate::scenario::{Bugs, Recipe};
 
 /// How long a write to the resource may take before its outcome counts as unknown.
 const RESOURCE_TIMEOUT: Duration = Duration::from_millis(500);
@@ -72,12 +74,20 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             clock.sleep(SESSION_RETRY).await;
             continue;
         };
+        // A ZooKeeper client connects to one server per session (only made for the ZooKeeper
+        // recipes: it draws its server from the run's RNG).
+        let zk = plan.recipe.is_zookeeper().then(|| ZkClient::new(&client, session.lease));
         while session.ended().is_none() {
             let acquired = match plan.recipe {
                 Recipe::EtcdMutex => lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await,
                 Recipe::EtcdLockApi => lock_api(&client, &session, &recorder, &plan.name, &plan.lock_name).await,
                 Recipe::EtcdCas => {
                     lock_cas(&client, &session, &recorder, &plan.name, &plan.lock_name, plan.backoff).await
+                }
+                Recipe::ZkQueueLock | Recipe::ZkHerdLock => {
+                    let config = zk_config(plan.recipe, plan.bugs);
+                    let zk = zk.as_ref().expect("a ZooKeeper recipe has a ZooKeeper client");
+                    lock_zk(zk, &session, &recorder, &plan.name, &plan.lock_name, config).await
                 }
             };
             let Ok((key, token)) = acquired else {
@@ -88,11 +98,11 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             match end {
                 HoldEnd::Release => {
                     belief(&recorder, &plan, token, Phase::End, Some("unlocked"));
-                    release(&plan, &client, &recorder, &key, token).await;
+                    release(&plan, &client, zk.as_ref(), &recorder, &key, token).await;
                 }
                 HoldEnd::Rejected => {
                     belief(&recorder, &plan, token, Phase::End, Some("write rejected: a newer holder exists"));
-                    release(&plan, &client, &recorder, &key, token).await;
+                    release(&plan, &client, zk.as_ref(), &recorder, &key, token).await;
                 }
                 HoldEnd::SessionEnded => {
                     let reason = session.ended().map(|end| end.to_string());
@@ -106,12 +116,36 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
     }
 }
 
-async fn release(plan: &ClientPlan, client: &Client, recorder: &Recorder, key: &str, token: i64) {
+/// The recipe's variant under the scenario's bug switches.
+fn zk_config(recipe: Recipe, bugs: Bugs) -> ZkLockConfig {
+    let base = match recipe {
+        Recipe::ZkHerdLock => ZkLockConfig::HERD,
+        _ => ZkLockConfig::QUEUE,
+    };
+    ZkLockConfig {
+        unique_tag: !bugs.no_unique_tag_in_sequential_create,
+        recheck_vanished: !bugs.lost_wakeup_on_vanished_predecessor,
+        ..base
+    }
+}
+
+async fn release(
+    plan: &ClientPlan,
+    client: &Client,
+    zk: Option<&ZkClient>,
+    recorder: &Recorder,
+    key: &str,
+    token: i64,
+) {
     let budget = Duration::from_millis(plan.ttl_ms);
     match plan.recipe {
         Recipe::EtcdMutex => unlock(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
         Recipe::EtcdLockApi => unlock_api(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
         Recipe::EtcdCas => unlock_cas(client, recorder, &plan.name, &plan.lock_name, token, budget).await,
+        Recipe::ZkQueueLock | Recipe::ZkHerdLock => {
+            let zk = zk.expect("a ZooKeeper recipe has a ZooKeeper client");
+            unlock_zk(zk, recorder, &plan.name, &plan.lock_name, key).await
+        }
     }
 }
 

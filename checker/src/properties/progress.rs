@@ -6,6 +6,15 @@
 //!
 //! The tail starts when the last fault ends; it must last at least [`TAIL_MIN_NS`] to be judged,
 //! otherwise the verdict is `unknown`.
+//!
+//! A queue can also stall while the run goes on (docs/cases/07 and 08: an orphaned queue entry,
+//! a waiter asleep on a watch that never fires): so, at any time of the run, a lock that some
+//! client is waiting for, that nobody holds, with no fault active, may stay so for at most
+//! [`stuck_bound_ns`] (twice the longest lease TTL granted, at least [`TAIL_MIN_NS`]: a holder
+//! that died without releasing is replaced after its lease expires). A longer stretch is a stuck
+//! queue and fails the property.
+
+use std::collections::BTreeMap;
 
 use crate::history::{Call, Event, History, Phase, Return};
 use crate::verdict::{Finding, PropertyReport, Verdict};
@@ -64,7 +73,111 @@ pub(super) fn check(history: &History) -> PropertyReport {
         );
         (Verdict::Pass, summary, Vec::new())
     };
-    PropertyReport { property: "progress".into(), verdict, summary, findings }
+    let stuck = stuck_queues(history);
+    if stuck.is_empty() {
+        return PropertyReport { property: "progress".into(), verdict, summary, findings };
+    }
+    let bound_ms = stuck_bound_ns(history) / 1_000_000;
+    let summary = format!(
+        "{} stretch(es) without faults in which a waiter waited, nobody held the lock, for over {bound_ms} ms{}",
+        stuck.len(),
+        match verdict {
+            Verdict::Fail => format!("; and {summary}"),
+            _ => String::new(),
+        }
+    );
+    let mut all = stuck;
+    all.extend(findings);
+    PropertyReport { property: "progress".into(), verdict: Verdict::Fail, summary, findings: all }
+}
+
+/// How long a lock may stay free while someone waits for it with no fault active: twice the
+/// longest TTL granted in the run, at least [`TAIL_MIN_NS`].
+pub fn stuck_bound_ns(history: &History) -> u64 {
+    let longest_ttl_ms = history
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Ok { ret: Return::LeaseGranted { ttl_ms, .. }, .. } => Some(*ttl_ms),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    TAIL_MIN_NS.max(2 * longest_ttl_ms * 1_000_000)
+}
+
+/// The stretches of the run, per lock, in which a lock request was pending, no client believed it
+/// held the lock and no fault was active, longer than [`stuck_bound_ns`].
+fn stuck_queues(history: &History) -> Vec<Finding> {
+    let bound_ns = stuck_bound_ns(history);
+    // time → (pending requests, holders, active faults) deltas, per lock; faults count for all.
+    let mut deltas: BTreeMap<String, BTreeMap<u64, [i64; 3]>> = BTreeMap::new();
+    let mut faults: BTreeMap<u64, i64> = BTreeMap::new();
+    let mut waiters: BTreeMap<String, Vec<(u64, u64, String)>> = BTreeMap::new();
+    for request in super::locks::lock_requests(history) {
+        let end = request.complete.map_or(history.duration_ns, |(ns, _)| ns);
+        let lock = deltas.entry(request.lock.clone()).or_default();
+        lock.entry(request.invoke_ns).or_default()[0] += 1;
+        lock.entry(end).or_default()[0] -= 1;
+        waiters.entry(request.lock.clone()).or_default().push((request.invoke_ns, end, request.client.clone()));
+    }
+    for (lock, beliefs) in super::beliefs::beliefs(history) {
+        let lock = deltas.entry(lock).or_default();
+        for belief in beliefs {
+            lock.entry(belief.start_ns).or_default()[1] += 1;
+            lock.entry(belief.end_ns).or_default()[1] -= 1;
+        }
+    }
+    for entry in &history.entries {
+        if let Event::Fault { phase, .. } = &entry.event {
+            *faults.entry(entry.time_ns).or_default() += if *phase == Phase::Start { 1 } else { -1 };
+        }
+    }
+    let mut findings = Vec::new();
+    for (lock, mut timeline) in deltas {
+        for (time, delta) in &faults {
+            timeline.entry(*time).or_default()[2] += delta;
+        }
+        timeline.entry(history.duration_ns).or_default();
+        let mut counts = [0i64; 3];
+        let mut since: Option<u64> = None;
+        for (time, delta) in timeline {
+            let stuck_before = counts[0] > 0 && counts[1] <= 0 && counts[2] <= 0;
+            for (count, d) in counts.iter_mut().zip(delta) {
+                *count += d;
+            }
+            let stuck_after = counts[0] > 0 && counts[1] <= 0 && counts[2] <= 0 && time < history.duration_ns;
+            match (stuck_before, stuck_after, since) {
+                (false, true, _) => since = Some(time),
+                (true, false, Some(from)) => {
+                    since = None;
+                    if time - from > bound_ns {
+                        findings.push(stuck_finding(&lock, from, time, &waiters[&lock]));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    findings
+}
+
+fn stuck_finding(lock: &str, from: u64, until: u64, waiters: &[(u64, u64, String)]) -> Finding {
+    let mut names: Vec<&str> =
+        waiters.iter().filter(|(start, end, _)| *start <= from && *end >= until).map(|(_, _, c)| c.as_str()).collect();
+    names.dedup();
+    Finding {
+        time_ns: from,
+        until_ns: Some(until),
+        message: format!(
+            "lock {lock}: free from {} to {} ({} ms, no fault active) while {} waited: a stuck queue",
+            History::fmt_time(from),
+            History::fmt_time(until),
+            (until - from) / 1_000_000,
+            if names.is_empty() { "a client".to_string() } else { names.join(", ") }
+        ),
+        entries: Vec::new(),
+    }
 }
 
 /// A client whose belief in holding a lock lasts past `from_ns` (and is not cut short by a crash).

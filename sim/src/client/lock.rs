@@ -24,6 +24,13 @@ pub enum LockError {
     Unavailable(#[from] Unavailable),
     #[error("the store rejected a request: {0}")]
     Store(StoreError),
+    /// A ZooKeeper read found no server within its budget.
+    #[error("connection loss: {0}")]
+    ConnectionLoss(String),
+    #[error("ZooKeeper: {0}")]
+    Zk(crate::zk::ZkError),
+    #[error(transparent)]
+    ZkLock(crate::recipe::zk_lock::ZkLockError),
 }
 
 /// Acquires the lock `name` under `session`; returns the holder key and the fencing token.

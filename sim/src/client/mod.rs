@@ -3,6 +3,8 @@
 
 mod lock;
 mod session;
+pub mod zk;
+mod zk_lock;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -17,6 +19,7 @@ use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, Ra
 
 pub use lock::{LockError, lock, lock_api, lock_cas, unlock, unlock_api, unlock_cas};
 pub use session::{Session, SessionEnd};
+pub use zk_lock::{lock_zk, unlock_zk};
 
 /// How long one RPC may take before the client tries another server.
 const RPC_TIMEOUT: Duration = Duration::from_millis(500);

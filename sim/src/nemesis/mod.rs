@@ -403,7 +403,7 @@ fn set_latency(active: &[(u64, Range<Duration>)]) {
 fn drops(kind: ReplyKind, reply: &ClientReply) -> bool {
     match kind {
         ReplyKind::All => true,
-        ReplyKind::Write => matches!(reply, ClientReply::Write(_)),
+        ReplyKind::Write => matches!(reply, ClientReply::Write(_) | ClientReply::Zk(crate::rpc::ZkReply::Write { .. })),
         ReplyKind::KeepAlive => matches!(reply, ClientReply::KeptAlive { .. } | ClientReply::LeaseNotFound),
     }
 }

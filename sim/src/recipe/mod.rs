@@ -4,3 +4,4 @@
 
 pub mod cas_lock;
 pub mod mutex;
+pub mod zk_lock;

@@ -1,5 +1,7 @@
 //! One server node: a Raft member that replicates the store, runs the lessor and answers
-//! clients (etcd's KV, Lease and Watch services over madsim RPC).
+//! clients (etcd's KV, Lease and Watch services over madsim RPC; the ZooKeeper view in `zk`).
+
+mod zk;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -227,6 +229,7 @@ impl Server {
             ClientRequest::Unlock { key } => {
                 self.write(Command::DeleteRange(DeleteRangeRequest { range: KeyRange::Key(key), prev_kv: false })).await
             }
+            ClientRequest::Zk(request) => self.zk(request).await,
         }
     }
 

@@ -1,0 +1,214 @@
+//! A ZooKeeper client: connected to one server at a time, its session a lease kept alive by
+//! [`super::Session`].
+//!
+//! As ZooKeeper's client library: a write whose reply does not come back fails with
+//! `ConnectionLoss` — it may or may not have been applied, and the caller must find out
+//! (docs/cases/07) — and the client moves to another server; reads are retried on another
+//! server, since they change nothing. The client remembers the newest zxid it has seen and
+//! every server it talks to must have applied it first, so it never goes back in time.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::Client;
+use crate::netfault;
+use crate::rpc::{ClientReply, ClientRequest, ZkReply, ZkRequest};
+use crate::store::{LeaseId, Revision, StoreError};
+use crate::zk::{CreateMode, Stat, WatchKind, WatchedEvent, ZkError, ZkOp, ZkOpResult, ZkWrite};
+
+/// A write's reply must come within this (the connected server may forward it to the leader).
+const WRITE_TIMEOUT: Duration = Duration::from_millis(2000);
+/// A read or a sync.
+const READ_TIMEOUT: Duration = Duration::from_millis(1000);
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ZkCallError {
+    /// No reply: for a write, the outcome is unknown.
+    #[error("connection loss: {0}")]
+    ConnectionLoss(String),
+    #[error(transparent)]
+    Zk(#[from] ZkError),
+}
+
+/// A connection to one server of the cluster, for one session.
+#[derive(Clone)]
+pub struct ZkClient {
+    client: Client,
+    /// Session ID (a lease), 0 for none.
+    pub session: LeaseId,
+    /// Index of the connected server in the client's server list.
+    connected: Arc<Mutex<usize>>,
+    /// The newest zxid seen.
+    seen: Arc<Mutex<Revision>>,
+}
+
+impl ZkClient {
+    /// Connects to a server picked at random (ZooKeeper shuffles its connect string).
+    pub fn new(client: &Client, session: LeaseId) -> ZkClient {
+        use madsim::rand::Rng as _;
+        let first = madsim::rand::thread_rng().gen_range(0..client.servers.len());
+        ZkClient {
+            client: client.clone(),
+            session,
+            connected: Arc::new(Mutex::new(first)),
+            seen: Arc::new(Mutex::new(0)),
+        }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The newest zxid this client has seen.
+    pub fn seen(&self) -> Revision {
+        *self.seen.lock().expect("zk client lock poisoned")
+    }
+
+    pub async fn create(&self, path: &str, data: &str, mode: CreateMode) -> Result<(String, Stat), ZkCallError> {
+        let op = ZkOp::Create { path: path.to_string(), data: data.to_string(), mode };
+        match self.multi(vec![op]).await?.pop() {
+            Some(ZkOpResult::Created { path, stat }) => Ok((path, stat)),
+            other => unreachable!("a create answers a create result, got {other:?}"),
+        }
+    }
+
+    pub async fn delete(&self, path: &str, version: i64) -> Result<(), ZkCallError> {
+        self.multi(vec![ZkOp::Delete { path: path.to_string(), version }]).await.map(|_| ())
+    }
+
+    pub async fn set_data(&self, path: &str, data: &str, version: i64) -> Result<Stat, ZkCallError> {
+        let op = ZkOp::SetData { path: path.to_string(), data: data.to_string(), version };
+        match self.multi(vec![op]).await?.pop() {
+            Some(ZkOpResult::SetData { stat }) => Ok(stat),
+            other => unreachable!("a setData answers a setData result, got {other:?}"),
+        }
+    }
+
+    /// Several ops, all or nothing (one op: a plain write). One attempt: see the module docs.
+    pub async fn multi(&self, ops: Vec<ZkOp>) -> Result<Vec<ZkOpResult>, ZkCallError> {
+        let request = ZkRequest::Write(ZkWrite { session: self.session, ops });
+        match self.attempt(request, WRITE_TIMEOUT).await? {
+            ZkReply::Write { zxid, result } => {
+                self.saw(zxid);
+                result.map_err(|error| ZkCallError::Zk(error.error))
+            }
+            other => unreachable!("a write answers a write reply, got {other:?}"),
+        }
+    }
+
+    /// `exists`, and the zxid it was served at (a watch set by it sees the changes after that).
+    pub async fn exists(&self, path: &str, budget: Duration) -> Result<(Option<Stat>, Revision), ZkCallError> {
+        let request = ZkRequest::Exists { path: path.to_string(), seen: self.seen() };
+        match self.read(request, budget).await? {
+            ZkReply::Exists { zxid, result } => Ok((result?, zxid)),
+            other => unreachable!("exists answers an exists reply, got {other:?}"),
+        }
+    }
+
+    pub async fn get_data(&self, path: &str, budget: Duration) -> Result<((String, Stat), Revision), ZkCallError> {
+        let request = ZkRequest::GetData { path: path.to_string(), seen: self.seen() };
+        match self.read(request, budget).await? {
+            ZkReply::Data { zxid, result } => Ok((result?, zxid)),
+            other => unreachable!("getData answers a data reply, got {other:?}"),
+        }
+    }
+
+    /// The sorted child names, and the zxid they were read at.
+    pub async fn get_children(&self, path: &str, budget: Duration) -> Result<(Vec<String>, Revision), ZkCallError> {
+        let request = ZkRequest::GetChildren { path: path.to_string(), seen: self.seen() };
+        match self.read(request, budget).await? {
+            ZkReply::Children { zxid, result } => Ok((result?, zxid)),
+            other => unreachable!("getChildren answers a children reply, got {other:?}"),
+        }
+    }
+
+    /// Makes the connected server catch up with the leader, so that the next read is not stale.
+    pub async fn sync(&self, budget: Duration) -> Result<Revision, ZkCallError> {
+        match self.read(ZkRequest::Sync, budget).await? {
+            ZkReply::Synced { zxid } => Ok(zxid),
+            other => unreachable!("sync answers a synced reply, got {other:?}"),
+        }
+    }
+
+    /// One long-poll for the notifications of a watch on `path` of `kind` set at zxid `after`.
+    /// Returns them (empty if none came within `wait`) and the zxid to resume after.
+    pub async fn poll_watch(
+        &self,
+        path: &str,
+        kind: WatchKind,
+        after: Revision,
+        wait: Duration,
+    ) -> Result<(Vec<WatchedEvent>, Revision), PollError> {
+        let request = ZkRequest::Watch { path: path.to_string(), kind, after, wait_ms: wait.as_millis() as u64 };
+        match self.attempt(request, wait + READ_TIMEOUT).await {
+            Ok(ZkReply::Watch { zxid, result: Ok(events) }) => {
+                let resume = events.last().map_or(after.max(zxid), |event| event.zxid);
+                Ok((events, resume))
+            }
+            Ok(ZkReply::Watch { result: Err(error), .. }) => Err(PollError::Store(error)),
+            Ok(other) => unreachable!("a watch answers a watch reply, got {other:?}"),
+            Err(error) => Err(PollError::Call(error)),
+        }
+    }
+
+    /// Retries a read on the next server until `budget` of local time is spent.
+    async fn read(&self, request: ZkRequest, budget: Duration) -> Result<ZkReply, ZkCallError> {
+        let clock = self.client.clock().clone();
+        let deadline = clock.now().plus_ms(budget.as_millis() as u64);
+        loop {
+            match self.attempt(request.clone(), READ_TIMEOUT).await {
+                Ok(reply) => {
+                    if let Some(zxid) = reply_zxid(&reply) {
+                        self.saw(zxid);
+                    }
+                    return Ok(reply);
+                }
+                Err(error) if clock.now() >= deadline => return Err(error),
+                Err(_) => clock.sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    /// One request to the connected server; on any failure, connect to the next one.
+    async fn attempt(&self, request: ZkRequest, timeout: Duration) -> Result<ZkReply, ZkCallError> {
+        let index = *self.connected.lock().expect("zk client lock poisoned");
+        let (_, addr) = self.client.servers[index];
+        let reply = netfault::call(self.client.endpoint(), addr, ClientRequest::Zk(request), timeout).await;
+        let reason = match reply {
+            Ok(ClientReply::Zk(reply)) => return Ok(reply),
+            Ok(ClientReply::Unavailable { reason }) => reason,
+            Ok(other) => format!("unexpected reply {other:?}"),
+            Err(error) => error.to_string(),
+        };
+        let mut connected = self.connected.lock().expect("zk client lock poisoned");
+        if *connected == index {
+            *connected = (index + 1) % self.client.servers.len();
+        }
+        Err(ZkCallError::ConnectionLoss(format!("s{}: {reason}", self.client.servers[index].0)))
+    }
+
+    fn saw(&self, zxid: Revision) {
+        let mut seen = self.seen.lock().expect("zk client lock poisoned");
+        *seen = (*seen).max(zxid);
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PollError {
+    #[error(transparent)]
+    Call(ZkCallError),
+    /// The history the watch needs is compacted away: read again and set a new watch.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+fn reply_zxid(reply: &ZkReply) -> Option<Revision> {
+    match reply {
+        ZkReply::Exists { zxid, .. }
+        | ZkReply::Data { zxid, .. }
+        | ZkReply::Children { zxid, .. }
+        | ZkReply::Synced { zxid }
+        | ZkReply::Write { zxid, .. } => Some(*zxid),
+        ZkReply::Watch { .. } => None,
+    }
+}

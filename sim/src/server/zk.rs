@@ -1,0 +1,169 @@
+//! The ZooKeeper view's server side: reads from this server's applied state, writes through the
+//! leader, `sync`, and watch long-polls (see `crate::zk` for the semantics).
+
+use std::time::Duration;
+
+use super::{Server, lock};
+use crate::raft::ApplyResult;
+use crate::rpc::{ClientReply, ClientRequest, ZkReply, ZkRequest};
+use crate::store::{Command, CommandResponse, Revision, Store};
+use crate::zk::{WatchKind, ZkWrite, tree, watch};
+
+/// How long a server waits to apply what a client has already seen (or a write it forwarded)
+/// before giving up on the request.
+const CATCH_UP: Duration = Duration::from_millis(500);
+
+impl Server {
+    pub(super) async fn zk(&self, request: ZkRequest) -> ClientReply {
+        match request {
+            ZkRequest::Write(write) => self.zk_write(write).await,
+            ZkRequest::Exists { path, seen } => {
+                self.zk_read(seen, |store| ZkReply::Exists {
+                    zxid: store.revision(),
+                    result: tree::exists(store, &path),
+                })
+                .await
+            }
+            ZkRequest::GetData { path, seen } => {
+                self.zk_read(seen, |store| ZkReply::Data {
+                    zxid: store.revision(),
+                    result: tree::get_data(store, &path),
+                })
+                .await
+            }
+            ZkRequest::GetChildren { path, seen } => {
+                self.zk_read(seen, |store| ZkReply::Children {
+                    zxid: store.revision(),
+                    result: tree::get_children(store, &path),
+                })
+                .await
+            }
+            ZkRequest::Sync => self.zk_sync().await,
+            ZkRequest::Watch { path, kind, after, wait_ms } => self.zk_watch(&path, kind, after, wait_ms).await,
+            ZkRequest::ReadIndex => match self.read_index().await {
+                Ok(()) => ClientReply::Zk(ZkReply::Synced { zxid: self.applied_revision() }),
+                Err(reply) => reply,
+            },
+        }
+    }
+
+    /// The leader applies the write; a follower forwards it and answers once it has applied the
+    /// write itself, as a ZooKeeper follower does.
+    async fn zk_write(&self, write: ZkWrite) -> ClientReply {
+        let command = Command::Zk(write);
+        let response = if self.raft.is_leader() {
+            match self.write(command).await {
+                ClientReply::Write(response) => response,
+                other => return other,
+            }
+        } else {
+            match self.forward(command).await {
+                Ok(ApplyResult::Command(response)) => response,
+                Ok(ApplyResult::Internal) => unreachable!("a client command applies as a command"),
+                Err(reason) => {
+                    return ClientReply::Unavailable { reason: format!("forwarding to the leader: {reason}") };
+                }
+            }
+        };
+        let CommandResponse::Zk { header, result } = response else {
+            unreachable!("a ZooKeeper write is answered by a ZooKeeper response, got {response:?}")
+        };
+        if !self.wait_applied(header.revision).await {
+            return ClientReply::Unavailable { reason: format!("zxid {} not applied here in time", header.revision) };
+        }
+        ClientReply::Zk(ZkReply::Write { zxid: header.revision, result })
+    }
+
+    /// A read from this server's applied state, once it has applied what the client has seen.
+    async fn zk_read(&self, seen: Revision, read: impl FnOnce(&Store) -> ZkReply) -> ClientReply {
+        if !self.wait_applied(seen).await {
+            return ClientReply::Unavailable { reason: format!("this server has not applied zxid {seen} yet") };
+        }
+        ClientReply::Zk(read(&lock(&self.applied).store))
+    }
+
+    /// ZooKeeper's sync: learn the leader's commit point and apply up to it.
+    async fn zk_sync(&self) -> ClientReply {
+        let zxid = if self.raft.is_leader() {
+            if let Err(reply) = self.read_index().await {
+                return reply;
+            }
+            self.applied_revision()
+        } else {
+            let Some(leader) = self.raft.current_leader().await else {
+                return ClientReply::Unavailable { reason: "no leader known".into() };
+            };
+            let Some(addr) = self.members.get(&leader).copied() else {
+                return ClientReply::Unavailable { reason: format!("leader s{leader} is not a member") };
+            };
+            let request = ClientRequest::Zk(ZkRequest::ReadIndex);
+            match crate::netfault::call(&self.endpoint, addr, request, Duration::from_secs(1)).await {
+                Ok(ClientReply::Zk(ZkReply::Synced { zxid })) => zxid,
+                Ok(other) => return ClientReply::Unavailable { reason: format!("sync through the leader: {other:?}") },
+                Err(error) => return ClientReply::Unavailable { reason: format!("sync through the leader: {error}") },
+            }
+        };
+        match self.wait_applied(zxid).await {
+            true => ClientReply::Zk(ZkReply::Synced { zxid }),
+            false => ClientReply::Unavailable { reason: format!("zxid {zxid} not applied here in time") },
+        }
+    }
+
+    /// The notifications for a watch on `path` after `after`, as soon as there is one or when
+    /// `wait_ms` of local time has passed.
+    async fn zk_watch(&self, path: &str, kind: WatchKind, after: Revision, wait_ms: u64) -> ClientReply {
+        let range = watch::range_of(path, kind);
+        let deadline = self.clock.now().plus_ms(wait_ms);
+        loop {
+            let notified = self.applied_notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            let zxid = {
+                let applied = lock(&self.applied);
+                let store = &applied.store;
+                match store.events(&range, after + 1, false) {
+                    Err(error) => {
+                        return ClientReply::Zk(ZkReply::Watch { zxid: store.revision(), result: Err(error) });
+                    }
+                    Ok(events) => {
+                        let fired = watch::fire_all(path, kind, &events);
+                        if !fired.is_empty() {
+                            return ClientReply::Zk(ZkReply::Watch { zxid: store.revision(), result: Ok(fired) });
+                        }
+                    }
+                }
+                store.revision()
+            };
+            let remaining_ms = self.clock.now().ms_until(deadline);
+            let woke =
+                remaining_ms > 0 && madsim::time::timeout(Duration::from_millis(remaining_ms), notified).await.is_ok();
+            if !woke {
+                // Nothing fired up to `zxid` (possibly below `after` on a lagging server: the
+                // client keeps its own resume point).
+                return ClientReply::Zk(ZkReply::Watch { zxid, result: Ok(Vec::new()) });
+            }
+        }
+    }
+
+    /// Waits (up to [`CATCH_UP`] of local time) until this server has applied `revision`.
+    async fn wait_applied(&self, revision: Revision) -> bool {
+        let deadline = self.clock.now().plus_ms(CATCH_UP.as_millis() as u64);
+        loop {
+            let notified = self.applied_notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.applied_revision() >= revision {
+                return true;
+            }
+            let remaining_ms = self.clock.now().ms_until(deadline);
+            if remaining_ms == 0 || madsim::time::timeout(Duration::from_millis(remaining_ms), notified).await.is_err()
+            {
+                return self.applied_revision() >= revision;
+            }
+        }
+    }
+
+    fn applied_revision(&self) -> Revision {
+        lock(&self.applied).store.revision()
+    }
+}
