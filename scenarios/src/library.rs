@@ -32,6 +32,8 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("lost-wakeup-fixed", include_str!("../library/lost-wakeup-fixed.toml")),
     ("orphaned-sequential-node", include_str!("../library/orphaned-sequential-node.toml")),
     ("orphaned-sequential-node-fixed", include_str!("../library/orphaned-sequential-node-fixed.toml")),
+    ("etcd-election-gc-pause", include_str!("../library/etcd-election-gc-pause.toml")),
+    ("zk-election-gc-pause", include_str!("../library/zk-election-gc-pause.toml")),
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 

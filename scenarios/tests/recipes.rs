@@ -90,3 +90,13 @@ fn zk_queue_lock_is_safe_and_herd_free() {
 fn zk_herd_lock_is_safe_but_wakes_the_herd() {
     check("zk-herd-lock", false);
 }
+
+#[test]
+fn etcd_election_is_safe_and_herd_free() {
+    check("etcd-election", true);
+}
+
+#[test]
+fn zk_election_is_safe_and_herd_free() {
+    check("zk-election", true);
+}

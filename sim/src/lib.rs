@@ -20,5 +20,6 @@ pub mod rt;
 pub mod scenario;
 pub mod server;
 pub mod store;
+pub mod testbed;
 pub mod workload;
 pub mod zk;

@@ -29,6 +29,50 @@ pub enum ClientRequest {
     Unlock { key: String },
     /// A request of the ZooKeeper view (`crate::zk`).
     Zk(ZkRequest),
+    /// etcd's Election service (server/etcdserver/api/v3election).
+    Election(ElectionRequest),
+}
+
+/// etcd's Election service. Served by the leader; each candidate's key is `<name>/<lease hex>`,
+/// the oldest key under `<name>/` is the leader.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ElectionRequest {
+    /// Queue for leadership with `value` as the proposal; blocks until the caller leads.
+    Campaign { name: String, lease: LeaseId, value: String },
+    /// The leader replaces its value, only while it still leads under `leader`.
+    Proclaim { leader: LeaderKey, value: String },
+    /// The current leader's key-value (linearizable), if any.
+    Leader { name: String },
+    /// Long-poll: answers when the leader differs from `seen` (create_revision, mod_revision of
+    /// the leader key the observer saw last; `None`: answer with the current one), or after
+    /// `wait_ms` of the server's local time with the current one.
+    Observe { name: String, seen: Option<(Revision, Revision)>, wait_ms: u64 },
+    /// Give up leadership: delete the leader key if it is still ours.
+    Resign { leader: LeaderKey },
+}
+
+/// What identifies a leadership (etcd's LeaderKey): its key's create_revision is the term and
+/// the fencing token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderKey {
+    pub name: String,
+    pub key: String,
+    pub rev: Revision,
+    pub lease: LeaseId,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ElectionReply {
+    Elected(LeaderKey),
+    Proclaimed,
+    Resigned,
+    /// The leader key-value, or `None` when nobody leads (etcd's ErrElectionNoLeader).
+    Leader(Option<crate::store::KeyValue>),
+    /// The leadership named in the request is over (etcd's ErrElectionNotLeader).
+    NotLeader,
+    Failed {
+        reason: String,
+    },
 }
 
 /// The ZooKeeper view's requests. A ZooKeeper client talks to the one server it is connected to:
@@ -130,6 +174,7 @@ pub enum ClientReply {
         reason: String,
     },
     Zk(ZkReply),
+    Election(ElectionReply),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -95,12 +95,18 @@ pub enum Recipe {
     /// The naive ZooKeeper lock: every waiter watches the lock node's children, so every
     /// change wakes them all.
     ZkHerdLock,
+    /// etcd's Election service: Campaign (the leader's term is its key's create_revision, the
+    /// fencing token), Resign. Leadership is recorded as a lock on the election's name.
+    EtcdElection,
+    /// ZooKeeper's leader election recipe: ephemeral sequential `n_` nodes, the lowest leads,
+    /// each candidate watches its predecessor.
+    ZkElection,
 }
 
 impl Recipe {
     /// Whether the recipe runs on the ZooKeeper view (its lock name is a znode path).
     pub fn is_zookeeper(self) -> bool {
-        matches!(self, Recipe::ZkQueueLock | Recipe::ZkHerdLock)
+        matches!(self, Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection)
     }
 }
 

@@ -8,13 +8,14 @@ use std::time::Duration;
 use coordsim_checker::history::{Call, Event, Phase, Return};
 use madsim::net::Endpoint;
 
+use crate::client::election::{campaign, resign};
 use crate::client::zk::ZkClient;
 use crate::client::{Client, Session, lock, lock_api, lock_cas, lock_zk, unlock, unlock_api, unlock_cas, unlock_zk};
 use crate::clock::Clock;
 use crate::netfault;
 use crate::recipe::zk_lock::ZkLockConfig;
 use crate::recorder::Recorder;
-use crate::rpc::{ResourceReply, ResourceWrite};
+use crate::rpc::{LeaderKey, ResourceReply, ResourceWrite};
 use crate::scenario::{Bugs, Recipe};
 
 /// How long a write to the resource may take before its outcome counts as unknown.
@@ -84,7 +85,11 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
                 Recipe::EtcdCas => {
                     lock_cas(&client, &session, &recorder, &plan.name, &plan.lock_name, plan.backoff).await
                 }
-                Recipe::ZkQueueLock | Recipe::ZkHerdLock => {
+                Recipe::EtcdElection => {
+                    let elected = campaign(&client, &session, &recorder, &plan.name, &plan.lock_name, &plan.name).await;
+                    elected.map(|leader| (leader.key, leader.rev))
+                }
+                Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection => {
                     let config = zk_config(plan.recipe, plan.bugs);
                     let zk = zk.as_ref().expect("a ZooKeeper recipe has a ZooKeeper client");
                     lock_zk(zk, &session, &recorder, &plan.name, &plan.lock_name, config).await
@@ -98,11 +103,11 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             match end {
                 HoldEnd::Release => {
                     belief(&recorder, &plan, token, Phase::End, Some("unlocked"));
-                    release(&plan, &client, zk.as_ref(), &recorder, &key, token).await;
+                    release(&plan, &client, zk.as_ref(), &recorder, (&key, token, session.lease)).await;
                 }
                 HoldEnd::Rejected => {
                     belief(&recorder, &plan, token, Phase::End, Some("write rejected: a newer holder exists"));
-                    release(&plan, &client, zk.as_ref(), &recorder, &key, token).await;
+                    release(&plan, &client, zk.as_ref(), &recorder, (&key, token, session.lease)).await;
                 }
                 HoldEnd::SessionEnded => {
                     let reason = session.ended().map(|end| end.to_string());
@@ -120,6 +125,7 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
 fn zk_config(recipe: Recipe, bugs: Bugs) -> ZkLockConfig {
     let base = match recipe {
         Recipe::ZkHerdLock => ZkLockConfig::HERD,
+        Recipe::ZkElection => ZkLockConfig::ELECTION,
         _ => ZkLockConfig::QUEUE,
     };
     ZkLockConfig {
@@ -134,15 +140,18 @@ async fn release(
     client: &Client,
     zk: Option<&ZkClient>,
     recorder: &Recorder,
-    key: &str,
-    token: i64,
+    (key, token, lease): (&str, i64, crate::store::LeaseId),
 ) {
     let budget = Duration::from_millis(plan.ttl_ms);
     match plan.recipe {
         Recipe::EtcdMutex => unlock(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
         Recipe::EtcdLockApi => unlock_api(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
         Recipe::EtcdCas => unlock_cas(client, recorder, &plan.name, &plan.lock_name, token, budget).await,
-        Recipe::ZkQueueLock | Recipe::ZkHerdLock => {
+        Recipe::EtcdElection => {
+            let leader = LeaderKey { name: plan.lock_name.clone(), key: key.to_string(), rev: token, lease };
+            resign(client, recorder, &plan.name, &leader, budget).await
+        }
+        Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection => {
             let zk = zk.expect("a ZooKeeper recipe has a ZooKeeper client");
             unlock_zk(zk, recorder, &plan.name, &plan.lock_name, key).await
         }

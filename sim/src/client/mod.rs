@@ -1,6 +1,7 @@
 //! The client library: a connection to the cluster that finds the leader and retries, a
 //! session (a lease kept alive in the background), and the lock recipe's driver.
 
+pub mod election;
 mod lock;
 mod session;
 pub mod zk;
@@ -19,7 +20,7 @@ use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, Ra
 
 pub use lock::{LockError, lock, lock_api, lock_cas, unlock, unlock_api, unlock_cas};
 pub use session::{Session, SessionEnd};
-pub use zk_lock::{lock_zk, unlock_zk};
+pub use zk_lock::{lock_zk, unlock_zk, zk_leader};
 
 /// How long one RPC may take before the client tries another server.
 const RPC_TIMEOUT: Duration = Duration::from_millis(500);

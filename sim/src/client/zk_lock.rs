@@ -64,7 +64,8 @@ async fn acquire(
             return fail(LockError::SessionEnded(end));
         }
         step = match step {
-            ZkLockStep::Create { prefix } => match zk.create(&prefix, "", CreateMode::EphemeralSequential).await {
+            // The node's data names its client (the candidate's identity, for an election).
+            ZkLockStep::Create { prefix } => match zk.create(&prefix, node, CreateMode::EphemeralSequential).await {
                 Ok((path, stat)) => recipe.step(ZkLockInput::Created { path, czxid: stat.czxid }),
                 Err(ZkCallError::ConnectionLoss(_)) => recipe.step(ZkLockInput::CreateLost),
                 // The first use of the lock: create the lock node (and its parents), then again.
@@ -143,6 +144,24 @@ fn call_error(error: ZkCallError) -> LockError {
         ZkCallError::ConnectionLoss(reason) => LockError::ConnectionLoss(reason),
         ZkCallError::Zk(error) => LockError::Zk(error),
     }
+}
+
+/// The current leader of a ZooKeeper election at `path`: the lowest node and its data (the
+/// candidate), read from the connected server (possibly stale).
+pub async fn zk_leader(zk: &ZkClient, path: &str, budget: Duration) -> Result<Option<(String, String)>, ZkCallError> {
+    let (mut names, _) = zk.get_children(path, budget).await?;
+    names.retain(|name| crate::zk::sequence_of(name).is_some());
+    names.sort_by_key(|name| (crate::zk::sequence_of(name), name.clone()));
+    for name in names {
+        let node = format!("{path}/{name}");
+        match zk.get_data(&node, budget).await {
+            Ok(((data, _), _)) => return Ok(Some((node, data))),
+            // Gone since the listing: the next one leads.
+            Err(ZkCallError::Zk(ZkError::NoNode(_))) => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(None)
 }
 
 /// Releases the lock by deleting our node. Records one `unlock` operation.

@@ -81,6 +81,16 @@ impl EtcdMutex {
     /// [`EtcdMutex::lock`], with the final check of our own key on or off (off: the
     /// `grant_without_lease_check` bug).
     pub fn lock_checked(prefix: &str, lease: LeaseId, check_own_key: bool) -> (EtcdMutex, MutexStep) {
+        Self::start(prefix, lease, "", check_own_key)
+    }
+
+    /// etcd's election Campaign (client/v3/concurrency/election.go) is the same queue: the
+    /// candidate's key holds its proposal `value`, and the oldest key is the leader.
+    pub fn campaign(prefix: &str, lease: LeaseId, value: &str) -> (EtcdMutex, MutexStep) {
+        Self::start(prefix, lease, value, true)
+    }
+
+    fn start(prefix: &str, lease: LeaseId, value: &str, check_own_key: bool) -> (EtcdMutex, MutexStep) {
         let key = holder_key(prefix, lease);
         let mutex = EtcdMutex {
             prefix: prefix.to_string(),
@@ -97,7 +107,7 @@ impl EtcdMutex {
                 target: CompareTarget::CreateRevision(0),
             }],
             success: vec![
-                TxnOp::Put(PutRequest { key: key.clone(), value: String::new(), lease, prev_kv: false }),
+                TxnOp::Put(PutRequest { key: key.clone(), value: value.to_string(), lease, prev_kv: false }),
                 TxnOp::Range(oldest.clone()),
             ],
             failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(key))), TxnOp::Range(oldest)],

@@ -34,11 +34,18 @@ pub struct ZkLockConfig {
     /// When the predecessor is already gone at `exists`, list again at once (off: the
     /// `lost_wakeup_on_vanished_predecessor` bug).
     pub recheck_vanished: bool,
+    /// Name the nodes `n_` as ZooKeeper's leader election recipe does (the lowest node leads;
+    /// the algorithm is the queue lock's) instead of `lock-`.
+    pub election: bool,
 }
 
 impl ZkLockConfig {
-    pub const QUEUE: ZkLockConfig = ZkLockConfig { herd: false, unique_tag: true, recheck_vanished: true };
-    pub const HERD: ZkLockConfig = ZkLockConfig { herd: true, unique_tag: true, recheck_vanished: true };
+    pub const QUEUE: ZkLockConfig =
+        ZkLockConfig { herd: false, unique_tag: true, recheck_vanished: true, election: false };
+    pub const HERD: ZkLockConfig = ZkLockConfig { herd: true, ..Self::QUEUE };
+    /// ZooKeeper's leader election recipe ("Recipes and Solutions", Leader Election; Curator's
+    /// LeaderLatch): the queue lock, each candidate watching its predecessor.
+    pub const ELECTION: ZkLockConfig = ZkLockConfig { election: true, ..Self::QUEUE };
 }
 
 /// What the driver must do next.
@@ -120,9 +127,10 @@ impl ZkLock {
     /// Starts acquiring the lock node `lock` (which must exist) for the client `tag` names
     /// (unique among the clients of the lock, e.g. client name and session ID).
     pub fn lock(lock: &str, tag: &str, config: ZkLockConfig) -> (ZkLock, ZkLockStep) {
+        let base = if config.election { "n_" } else { "lock-" };
         let name_prefix = match config.unique_tag {
-            true => format!("lock-{tag}-"),
-            false => "lock-".to_string(),
+            true => format!("{base}{tag}-"),
+            false => base.to_string(),
         };
         let mut recipe = ZkLock {
             lock: lock.to_string(),

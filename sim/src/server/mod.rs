@@ -1,6 +1,7 @@
 //! One server node: a Raft member that replicates the store, runs the lessor and answers
 //! clients (etcd's KV, Lease and Watch services over madsim RPC; the ZooKeeper view in `zk`).
 
+mod election;
 mod zk;
 
 use std::collections::BTreeMap;
@@ -230,6 +231,7 @@ impl Server {
                 self.write(Command::DeleteRange(DeleteRangeRequest { range: KeyRange::Key(key), prev_kv: false })).await
             }
             ClientRequest::Zk(request) => self.zk(request).await,
+            ClientRequest::Election(request) => self.election(request).await,
         }
     }
 
@@ -298,7 +300,13 @@ impl Server {
             return ClientReply::NotLeader { leader: self.raft.current_leader().await };
         }
         let check_own_key = !self.bugs.grant_without_lease_check;
-        let (mut mutex, mut step) = EtcdMutex::lock_checked(name, lease, check_own_key);
+        let (mutex, step) = EtcdMutex::lock_checked(name, lease, check_own_key);
+        self.run_mutex(mutex, step).await
+    }
+
+    /// Runs the mutex recipe on this server until the caller holds the lock: `Locked`, or why
+    /// not (`LockFailed`, `NotLeader`, `Unavailable`).
+    async fn run_mutex(&self, mut mutex: EtcdMutex, mut step: MutexStep) -> ClientReply {
         loop {
             step = match step {
                 MutexStep::Txn(txn) => match self.write(Command::Txn(txn)).await {
