@@ -289,6 +289,14 @@ pub enum RaftRole {
     Shutdown,
 }
 
+fn one_permit() -> u32 {
+    1
+}
+
+fn is_one_permit(permits: &u32) -> bool {
+    *permits == 1
+}
+
 /// What a client asked for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "f", rename_all = "snake_case")]
@@ -302,10 +310,13 @@ pub enum Call {
     LeaseRevoke {
         lease: i64,
     },
-    /// Acquire the lock `name` under the session lease `lease`.
+    /// Acquire the lock `name` under the session lease `lease`; `permits` > 1 for a counting
+    /// semaphore (that many holders at once).
     Lock {
         name: String,
         lease: i64,
+        #[serde(default = "one_permit", skip_serializing_if = "is_one_permit")]
+        permits: u32,
     },
     /// Release the lock by deleting the holder's key.
     Unlock {

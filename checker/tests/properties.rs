@@ -34,7 +34,7 @@ impl Builder {
     fn grant(&mut self, from: u64, to: u64, client: &str, token: i64) -> &mut Self {
         let op = self.next_op;
         self.next_op += 1;
-        self.push(from, client, Event::Invoke { op, call: Call::Lock { name: "/l".into(), lease: 1 } });
+        self.push(from, client, Event::Invoke { op, call: Call::Lock { name: "/l".into(), lease: 1, permits: 1 } });
         self.push(to, client, Event::Ok { op, ret: Return::Locked { key: format!("/l/{client}"), token } });
         self.belief(to, client, token, Phase::Start)
     }

@@ -79,7 +79,7 @@ impl Builder {
     }
 
     fn lock(&mut self, from: u64, to: u64, client: &str, lease: i64, end: Option<End>) -> &mut Self {
-        self.op(from, to, client, Call::Lock { name: "/l".into(), lease }, end);
+        self.op(from, to, client, Call::Lock { name: "/l".into(), lease, permits: 1 }, end);
         self
     }
 
@@ -784,7 +784,7 @@ fn impossible_watch_and_key_value_records_are_rejected() {
     );
     check(
         &|b| {
-            b.op(0, 10, "c1", Call::Lock { name: "/l".into(), lease: 1 }, ok(Return::Put { revision: 2 }));
+            b.op(0, 10, "c1", Call::Lock { name: "/l".into(), lease: 1, permits: 1 }, ok(Return::Put { revision: 2 }));
         },
         "answered with",
     );

@@ -324,7 +324,12 @@ fn synthetic(ops: usize, clients: usize) -> History {
             done += 1;
         };
         token += 1;
-        call(&mut h, &mut t, Call::Lock { name: "/l".into(), lease: 1 }, Return::Locked { key: "/l/1".into(), token });
+        call(
+            &mut h,
+            &mut t,
+            Call::Lock { name: "/l".into(), lease: 1, permits: 1 },
+            Return::Locked { key: "/l/1".into(), token },
+        );
         push(&mut h, t, &client, Event::Belief { lock: "/l".into(), token, phase: Phase::Start, reason: None });
         if round.is_multiple_of(40) {
             fault += 1;

@@ -34,6 +34,9 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("orphaned-sequential-node-fixed", include_str!("../library/orphaned-sequential-node-fixed.toml")),
     ("etcd-election-gc-pause", include_str!("../library/etcd-election-gc-pause.toml")),
     ("zk-election-gc-pause", include_str!("../library/zk-election-gc-pause.toml")),
+    ("semaphore-three-permits", include_str!("../library/semaphore-three-permits.toml")),
+    ("nested-unlock-releases-outer", include_str!("../library/nested-unlock-releases-outer.toml")),
+    ("reentrant-lock", include_str!("../library/reentrant-lock.toml")),
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 

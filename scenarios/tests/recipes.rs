@@ -100,3 +100,53 @@ fn etcd_election_is_safe_and_herd_free() {
 fn zk_election_is_safe_and_herd_free() {
     check("zk-election", true);
 }
+
+#[test]
+fn etcd_semaphore_admits_up_to_its_permits_at_once() {
+    let text = r#"
+name = "recipe-semaphore"
+summary = "no faults"
+duration = "30s"
+[cluster]
+servers = 3
+[lock]
+recipe = "etcd-semaphore"
+name = "/semaphores/r"
+ttl = "3s"
+permits = 3
+[resource]
+mode = "unfenced"
+[clients]
+count = 6
+start = "300ms"
+stagger = "20ms"
+hold = "100ms"
+writes_per_hold = 1
+think = "20ms"
+"#;
+    let scenario = load::parse("semaphore.toml", text).unwrap_or_else(|e| panic!("{e}"));
+    let SeedResult::Done { history, .. } = sweep::run_seed(&scenario, "semaphore.toml", 1) else {
+        panic!("the semaphore run crashed")
+    };
+    assert!(tokens(&history).len() >= 200, "only {} acquisitions", tokens(&history).len());
+    let report = Property::SingleHolder.check(&history);
+    assert_eq!(report.verdict, Verdict::Pass, "{}", report.summary);
+    // It is a semaphore, not a mutex: three holders at once happen.
+    let mut holders = 0i64;
+    let mut most = 0i64;
+    for entry in &history.entries {
+        if let Event::Belief { phase, .. } = &entry.event {
+            holders += if *phase == coordsim_checker::history::Phase::Start { 1 } else { -1 };
+            most = most.max(holders);
+        }
+    }
+    assert_eq!(most, 3, "the semaphore's three permits are all used at some point");
+    // With one permit fewer than holders, the same history breaks the rule.
+    let mut squeezed = history.clone();
+    for entry in &mut squeezed.entries {
+        if let Event::Invoke { call: coordsim_checker::history::Call::Lock { permits, .. }, .. } = &mut entry.event {
+            *permits = 2;
+        }
+    }
+    assert_eq!(Property::SingleHolder.check(&squeezed).verdict, Verdict::Fail);
+}

@@ -134,6 +134,9 @@ pub async fn simulate(scenario: Scenario) -> History {
                     think: scenario.clients.think.0,
                     resource: (RESOURCE.to_string(), resource_addr()),
                     bugs: scenario.bugs,
+                    permits: lock.permits,
+                    nested: lock.nested,
+                    reentrant: lock.reentrant,
                 };
                 builder.init(move || run_client(plan.clone(), clock.clone(), rec.clone())).build()
             }

@@ -101,6 +101,8 @@ pub enum Recipe {
     /// ZooKeeper's leader election recipe: ephemeral sequential `n_` nodes, the lowest leads,
     /// each candidate watches its predecessor.
     ZkElection,
+    /// A counting semaphore on etcd: `permits` holders at once (the N oldest keys).
+    EtcdSemaphore,
 }
 
 impl Recipe {
@@ -128,6 +130,22 @@ pub struct LockSpec {
     /// (jitter spreads the herd's retries, not its wakeups).
     #[serde(default)]
     pub backoff: Option<Dur>,
+    /// etcd-semaphore only: how many holders at once.
+    #[serde(default = "one_permit")]
+    pub permits: u32,
+    /// While holding, each client takes the lock again this many times (nested, like a
+    /// recursive function) and releases it as often. With `reentrant`, a per-client count makes
+    /// the inner acquisitions free; without it they go to the recipe again.
+    #[serde(default)]
+    pub nested: u32,
+    /// Count nested acquisitions in the client (a reentrant lock, as Curator's InterProcessMutex
+    /// is) instead of asking the recipe again.
+    #[serde(default = "yes")]
+    pub reentrant: bool,
+}
+
+fn one_permit() -> u32 {
+    1
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -543,6 +561,12 @@ impl Scenario {
         check(!lock.name.is_empty() && !lock.name.ends_with('/'), "lock.name", || {
             format!("{:?} must be non-empty and must not end with '/'", lock.name)
         })?;
+        let semaphore = lock.recipe == Recipe::EtcdSemaphore;
+        check(lock.permits >= 1 && (semaphore || lock.permits == 1), "lock.permits", || match semaphore {
+            true => format!("{} must be at least 1", lock.permits),
+            false => format!("{} permits: only the etcd-semaphore recipe has more than one", lock.permits),
+        })?;
+        check(lock.nested <= 8, "lock.nested", || format!("{} must be at most 8", lock.nested))?;
         if lock.recipe.is_zookeeper() {
             let valid = lock.name != "/" && crate::zk::validate_path(&lock.name).is_ok();
             check(valid, "lock.name", || format!("{:?} must be a znode path such as \"/locks/resource\"", lock.name))?;

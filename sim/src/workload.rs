@@ -10,7 +10,10 @@ use madsim::net::Endpoint;
 
 use crate::client::election::{campaign, resign};
 use crate::client::zk::ZkClient;
-use crate::client::{Client, Session, lock, lock_api, lock_cas, lock_zk, unlock, unlock_api, unlock_cas, unlock_zk};
+use crate::client::{
+    Client, LockError, Session, lock, lock_api, lock_cas, lock_semaphore, lock_zk, unlock, unlock_api, unlock_cas,
+    unlock_zk,
+};
 use crate::clock::Clock;
 use crate::netfault;
 use crate::recipe::zk_lock::ZkLockConfig;
@@ -44,6 +47,11 @@ pub struct ClientPlan {
     pub think: Duration,
     pub resource: (String, SocketAddr),
     pub bugs: crate::scenario::Bugs,
+    /// etcd-semaphore: holders at once.
+    pub permits: u32,
+    /// Nested acquisitions per hold, and whether the client counts them (reentrant).
+    pub nested: u32,
+    pub reentrant: bool,
 }
 
 /// How a hold ended.
@@ -79,26 +87,20 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
         // recipes: it draws its server from the run's RNG).
         let zk = plan.recipe.is_zookeeper().then(|| ZkClient::new(&client, session.lease));
         while session.ended().is_none() {
-            let acquired = match plan.recipe {
-                Recipe::EtcdMutex => lock(&client, &session, &recorder, &plan.name, &plan.lock_name).await,
-                Recipe::EtcdLockApi => lock_api(&client, &session, &recorder, &plan.name, &plan.lock_name).await,
-                Recipe::EtcdCas => {
-                    lock_cas(&client, &session, &recorder, &plan.name, &plan.lock_name, plan.backoff).await
-                }
-                Recipe::EtcdElection => {
-                    let elected = campaign(&client, &session, &recorder, &plan.name, &plan.lock_name, &plan.name).await;
-                    elected.map(|leader| (leader.key, leader.rev))
-                }
-                Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection => {
-                    let config = zk_config(plan.recipe, plan.bugs);
-                    let zk = zk.as_ref().expect("a ZooKeeper recipe has a ZooKeeper client");
-                    lock_zk(zk, &session, &recorder, &plan.name, &plan.lock_name, config).await
-                }
-            };
+            let acquired = acquire(&plan, &client, zk.as_ref(), &session, &recorder).await;
             let Ok((key, token)) = acquired else {
                 break;
             };
             belief(&recorder, &plan, token, Phase::Start, None);
+            // Nested acquisitions (a recursive caller): free with a reentrant lock; otherwise
+            // the recipe is asked again, and its release is a real release.
+            if !plan.reentrant {
+                for _ in 0..plan.nested {
+                    if let Ok((inner, inner_token)) = acquire(&plan, &client, zk.as_ref(), &session, &recorder).await {
+                        release(&plan, &client, zk.as_ref(), &recorder, (&inner, inner_token, session.lease)).await;
+                    }
+                }
+            }
             let end = hold(&plan, &client, &session, &recorder, token, &mut written).await;
             match end {
                 HoldEnd::Release => {
@@ -118,6 +120,32 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
         }
         drop(session);
         clock.sleep(SESSION_RETRY).await;
+    }
+}
+
+/// One acquisition with the scenario's recipe: the holder key and the token.
+async fn acquire(
+    plan: &ClientPlan,
+    client: &Client,
+    zk: Option<&ZkClient>,
+    session: &Session,
+    recorder: &Recorder,
+) -> Result<(String, i64), LockError> {
+    let (node, name) = (plan.name.as_str(), plan.lock_name.as_str());
+    match plan.recipe {
+        Recipe::EtcdMutex => lock(client, session, recorder, node, name).await,
+        Recipe::EtcdLockApi => lock_api(client, session, recorder, node, name).await,
+        Recipe::EtcdCas => lock_cas(client, session, recorder, node, name, plan.backoff).await,
+        Recipe::EtcdSemaphore => lock_semaphore(client, session, recorder, node, name, plan.permits).await,
+        Recipe::EtcdElection => {
+            let elected = campaign(client, session, recorder, node, name, node).await;
+            elected.map(|leader| (leader.key, leader.rev))
+        }
+        Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection => {
+            let config = zk_config(plan.recipe, plan.bugs);
+            let zk = zk.expect("a ZooKeeper recipe has a ZooKeeper client");
+            lock_zk(zk, session, recorder, node, name, config).await
+        }
     }
 }
 
@@ -144,7 +172,9 @@ async fn release(
 ) {
     let budget = Duration::from_millis(plan.ttl_ms);
     match plan.recipe {
-        Recipe::EtcdMutex => unlock(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
+        Recipe::EtcdMutex | Recipe::EtcdSemaphore => {
+            unlock(client, recorder, &plan.name, &plan.lock_name, key, budget).await
+        }
         Recipe::EtcdLockApi => unlock_api(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
         Recipe::EtcdCas => unlock_cas(client, recorder, &plan.name, &plan.lock_name, token, budget).await,
         Recipe::EtcdElection => {

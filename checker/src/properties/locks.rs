@@ -26,6 +26,8 @@ pub struct LockRequest {
     pub client: String,
     pub lock: String,
     pub lease: i64,
+    /// How many holders the lock admits at once (1 but for a semaphore).
+    pub permits: u32,
     pub invoke_ns: u64,
     pub invoke_entry: usize,
     pub outcome: LockOutcome,
@@ -51,13 +53,14 @@ pub fn lock_requests(history: &History) -> Vec<LockRequest> {
     for (index, entry) in history.entries.iter().enumerate() {
         let now = entry.time_ns;
         match &entry.event {
-            Event::Invoke { op, call: Call::Lock { name, lease } } => {
+            Event::Invoke { op, call: Call::Lock { name, lease, permits } } => {
                 by_op.insert(*op, out.len());
                 out.push(LockRequest {
                     op: *op,
                     client: entry.node.clone(),
                     lock: name.clone(),
                     lease: *lease,
+                    permits: *permits,
                     invoke_ns: now,
                     invoke_entry: index,
                     outcome: LockOutcome::Open,

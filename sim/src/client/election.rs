@@ -20,7 +20,7 @@ pub async fn campaign(
     name: &str,
     value: &str,
 ) -> Result<LeaderKey, LockError> {
-    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease });
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
     // Like the Lock service, a campaign blocks on the server until it wins: no deadline of its
     // own; the session's end aborts it.
     let patience = Duration::from_secs(3600);

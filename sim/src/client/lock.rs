@@ -43,7 +43,7 @@ pub async fn lock(
     node: &str,
     name: &str,
 ) -> Result<(String, i64), LockError> {
-    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease });
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
     let budget = Duration::from_millis(session.ttl_ms);
     let (mut mutex, mut step) = EtcdMutex::lock(name, session.lease);
     let result = loop {
@@ -133,7 +133,7 @@ pub async fn lock_api(
     node: &str,
     name: &str,
 ) -> Result<(String, i64), LockError> {
-    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease });
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
     // The call blocks on the server until the lock is ours, however long the queue: no
     // timeout of its own (like a gRPC call without a deadline); the session's end aborts it.
     let patience = Duration::from_secs(3600);
@@ -186,7 +186,7 @@ pub async fn lock_cas(
     backoff: Option<Duration>,
 ) -> Result<(String, i64), LockError> {
     use crate::recipe::cas_lock::{CasLock, CasStep};
-    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease });
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
     let budget = Duration::from_millis(session.ttl_ms);
     let (lock, mut step) = CasLock::lock(name, node, session.lease);
     let result = loop {
@@ -234,4 +234,60 @@ pub async fn unlock_cas(client: &Client, recorder: &Recorder, node: &str, name: 
         Ok(other) => recorder.fail(node, op, format!("{other:?}")),
         Err(error) => recorder.info(node, op, error.to_string()),
     }
+}
+
+/// Takes one of the `permits` permits of the semaphore `name` (see
+/// [`crate::recipe::semaphore`]); returns the holder key and its token. Records one `lock`
+/// operation carrying `permits`, and a `wakeup` each time the watched key is deleted.
+pub async fn lock_semaphore(
+    client: &Client,
+    session: &Session,
+    recorder: &Recorder,
+    node: &str,
+    name: &str,
+    permits: u32,
+) -> Result<(String, i64), LockError> {
+    use crate::recipe::semaphore::{Semaphore, SemaphoreStep};
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits });
+    let budget = Duration::from_millis(session.ttl_ms);
+    let (mut semaphore, mut step) = Semaphore::acquire(name, session.lease, permits);
+    let result = loop {
+        if let Some(end) = session.ended() {
+            break Err(LockError::SessionEnded(end));
+        }
+        step = match step {
+            SemaphoreStep::Txn(txn) => match client.write(Command::Txn(txn), budget).await {
+                Ok(CommandResponse::Txn(response)) => semaphore.on_created(response),
+                Ok(CommandResponse::Error(error)) => break Err(LockError::Store(error)),
+                Ok(other) => unreachable!("a txn is answered by a txn response, got {other:?}"),
+                Err(error) => break Err(error.into()),
+            },
+            SemaphoreStep::Range(request) => match client.range(request, budget).await {
+                Ok(Ok(response)) => semaphore.on_counted(response),
+                Ok(Err(error)) => break Err(LockError::Store(error)),
+                Err(error) => break Err(error.into()),
+            },
+            SemaphoreStep::WaitDelete { key, from_revision } => {
+                match wait_delete(client, session, &key, from_revision).await {
+                    Ok(()) => {
+                        recorder.record(node, Event::Wakeup { lock: name.to_string(), waiter: semaphore.key().into() });
+                        semaphore.count()
+                    }
+                    Err(end) => break Err(LockError::SessionEnded(end)),
+                }
+            }
+            SemaphoreStep::Acquired { key, token } => break Ok((key, token)),
+            SemaphoreStep::Failed(reason) => break Err(LockError::Mutex(MutexError::Protocol(reason))),
+        };
+    };
+    match &result {
+        Ok((key, token)) => recorder.ok(node, op, Return::Locked { key: key.clone(), token: *token }),
+        Err(LockError::Unavailable(error)) => {
+            recorder.info(node, op, error.to_string());
+            let delete = DeleteRangeRequest { range: KeyRange::Key(semaphore.key().to_string()), prev_kv: false };
+            let _ = client.write(Command::DeleteRange(delete), budget).await;
+        }
+        Err(error) => recorder.fail(node, op, error.to_string()),
+    }
+    result
 }

@@ -18,7 +18,7 @@ use crate::netfault;
 use crate::rpc::{ClientReply, ClientRequest, WatchBatch};
 use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
 
-pub use lock::{LockError, lock, lock_api, lock_cas, unlock, unlock_api, unlock_cas};
+pub use lock::{LockError, lock, lock_api, lock_cas, lock_semaphore, unlock, unlock_api, unlock_cas};
 pub use session::{Session, SessionEnd};
 pub use zk_lock::{lock_zk, unlock_zk, zk_leader};
 

@@ -27,7 +27,7 @@ pub async fn lock_zk(
     name: &str,
     config: ZkLockConfig,
 ) -> Result<(String, i64), LockError> {
-    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease });
+    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
     let budget = Duration::from_millis(session.ttl_ms);
     let result = acquire(zk, session, recorder, node, name, config, budget).await;
     match &result {

@@ -4,4 +4,5 @@
 
 pub mod cas_lock;
 pub mod mutex;
+pub mod semaphore;
 pub mod zk_lock;

@@ -1,0 +1,147 @@
+//! A counting semaphore with N permits on etcd, as a sans-IO state machine (the etcd analogue of
+//! Apache Curator's InterProcessSemaphoreV2, built like the mutex recipe).
+//!
+//! 1. Create this session's key `<prefix>/<lease hex>` (as the mutex does); its create_revision
+//!    is the client's place in the queue and its token.
+//! 2. Count the keys older than ours. Fewer than N: a permit is ours.
+//! 3. Otherwise wait until the oldest of them is deleted (the holder that has held longest is the
+//!    likeliest to leave first; any departure ahead of us may free a permit, so after any wakeup
+//!    we count again) — one watched key per waiter, so a release wakes at most the waiters
+//!    watching that key.
+//!
+//! Releasing deletes the key. The token is not a fencing token for one resource (N holders write
+//! at once); it orders the grants.
+
+use crate::store::{
+    Compare, CompareResult, CompareTarget, KeyRange, LeaseId, PutRequest, RangeRequest, RangeResponse, Revision,
+    SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
+};
+
+use super::mutex::holder_key;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SemaphoreStep {
+    /// Send as a write; feed back [`Semaphore::on_created`].
+    Txn(TxnRequest),
+    /// Send as a linearizable read; feed back [`Semaphore::on_counted`].
+    Range(RangeRequest),
+    /// Watch `key` from `from_revision` until it is deleted; then call [`Semaphore::count`].
+    WaitDelete {
+        key: String,
+        from_revision: Revision,
+    },
+    Acquired {
+        key: String,
+        token: Revision,
+    },
+    Failed(&'static str),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Semaphore {
+    prefix: String,
+    key: String,
+    permits: u32,
+    my_revision: Revision,
+}
+
+impl Semaphore {
+    /// Starts taking one of the `permits` permits of the semaphore `prefix` for `lease`.
+    pub fn acquire(prefix: &str, lease: LeaseId, permits: u32) -> (Semaphore, SemaphoreStep) {
+        assert!(permits >= 1, "a semaphore has at least one permit");
+        let key = holder_key(prefix, lease);
+        let semaphore = Semaphore { prefix: prefix.to_string(), key: key.clone(), permits, my_revision: 0 };
+        let txn = TxnRequest {
+            compare: vec![Compare {
+                key: key.clone(),
+                result: CompareResult::Equal,
+                target: CompareTarget::CreateRevision(0),
+            }],
+            success: vec![TxnOp::Put(PutRequest { key: key.clone(), value: String::new(), lease, prev_kv: false })],
+            failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(key)))],
+        };
+        (semaphore, SemaphoreStep::Txn(txn))
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn on_created(&mut self, response: TxnResponse) -> SemaphoreStep {
+        self.my_revision = match (response.succeeded, response.responses.as_slice()) {
+            (true, [TxnOpResponse::Put(_)]) => response.header.revision,
+            (false, [TxnOpResponse::Range(mine)]) => match mine.kvs.first() {
+                Some(kv) => kv.create_revision,
+                None => return SemaphoreStep::Failed("creating: compare failed but the key is missing"),
+            },
+            _ => return SemaphoreStep::Failed("creating"),
+        };
+        self.count()
+    }
+
+    /// Count the keys ahead of ours (and find the oldest).
+    pub fn count(&self) -> SemaphoreStep {
+        let mut request = RangeRequest::new(KeyRange::Prefix(format!("{}/", self.prefix)));
+        request.max_create_revision = self.my_revision - 1;
+        request.sort = Some((SortTarget::CreateRevision, SortOrder::Ascend));
+        request.limit = 1;
+        SemaphoreStep::Range(request)
+    }
+
+    pub fn on_counted(&self, response: RangeResponse) -> SemaphoreStep {
+        if response.count < self.permits as usize {
+            return SemaphoreStep::Acquired { key: self.key.clone(), token: self.my_revision };
+        }
+        match response.kvs.first() {
+            Some(oldest) => {
+                SemaphoreStep::WaitDelete { key: oldest.key.clone(), from_revision: response.header.revision + 1 }
+            }
+            None => SemaphoreStep::Failed("counting: keys counted but none returned"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Command, CommandResponse, DeleteRangeRequest, Store};
+
+    fn lease(store: &mut Store) -> LeaseId {
+        match store.apply(&Command::LeaseGrant { id: 0, ttl_ms: 5000 }) {
+            CommandResponse::LeaseGrant { id, .. } => id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn drive(store: &mut Store, semaphore: &mut Semaphore, mut step: SemaphoreStep) -> SemaphoreStep {
+        loop {
+            step = match step {
+                SemaphoreStep::Txn(txn) => match store.apply(&Command::Txn(txn)) {
+                    CommandResponse::Txn(response) => semaphore.on_created(response),
+                    other => panic!("{other:?}"),
+                },
+                SemaphoreStep::Range(range) => semaphore.on_counted(store.range(&range).unwrap()),
+                done => return done,
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_n_hold_and_the_next_waits_for_the_oldest() {
+        let mut store = Store::new();
+        let mut steps = Vec::new();
+        for _ in 0..3 {
+            let id = lease(&mut store);
+            let (mut semaphore, step) = Semaphore::acquire("/s", id, 2);
+            steps.push((drive(&mut store, &mut semaphore, step), semaphore));
+        }
+        let SemaphoreStep::Acquired { key: oldest, .. } = steps[0].0.clone() else { panic!("{:?}", steps[0].0) };
+        assert!(matches!(steps[1].0, SemaphoreStep::Acquired { .. }), "two permits: the second holds too");
+        let SemaphoreStep::WaitDelete { key, .. } = steps[2].0.clone() else { panic!("{:?}", steps[2].0) };
+        assert_eq!(key, oldest, "the third waits for the oldest holder");
+        store.apply(&Command::DeleteRange(DeleteRangeRequest { range: KeyRange::Key(oldest), prev_kv: false }));
+        let third = &mut steps[2].1;
+        let step = third.count();
+        assert!(matches!(drive(&mut store, third, step), SemaphoreStep::Acquired { .. }));
+    }
+}
