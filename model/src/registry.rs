@@ -98,7 +98,8 @@ pub const MODELS: &[ModelInfo] = &[
     ModelInfo {
         name: "lost-wakeup",
         summary: "ZooKeeper lock whose client sleeps when exists() says the predecessor is gone: a waiter sleeps forever",
-        abstracts: "the ZooKeeper lock with the lost-wakeup bug (Helix, CURATOR-527); case 08",
+        abstracts: "the ZooKeeper lock recipe with recheck_vanished off, the lost-wakeup bug (Helix, CURATOR-527); \
+                    case 08",
         shared: ZK_SHARED,
         leaves_out: ZK_LEAVES_OUT,
         clients_default: 2,
@@ -109,7 +110,7 @@ pub const MODELS: &[ModelInfo] = &[
     ModelInfo {
         name: "lost-wakeup-fixed",
         summary: "the same client re-checking the queue at once when the predecessor is gone: every waiter acquires",
-        abstracts: "the ZooKeeper lock recipe as documented; case 08, fixed",
+        abstracts: "the ZooKeeper lock recipe as shipped (recheck_vanished on); case 08, fixed",
         shared: ZK_SHARED,
         leaves_out: ZK_LEAVES_OUT,
         clients_default: 2,
@@ -121,8 +122,8 @@ pub const MODELS: &[ModelInfo] = &[
         name: "orphaned-sequential-node",
         summary: "ZooKeeper lock without a unique tag in its node name: a lost create reply is created again, the first \
                   node is orphaned in front of the queue and the lock deadlocks",
-        abstracts: "the ZooKeeper lock recipe without the GUID in the node name (ZooKeeper recipe errata, Curator's \
-                    protected mode); case 07",
+        abstracts: "the ZooKeeper lock recipe with unique_tag off: the node is named `lock-` without the client's \
+                    tag (ZOOKEEPER-1262, CURATOR-79); case 07",
         shared: ZK_SHARED,
         leaves_out: ZK_LEAVES_OUT,
         clients_default: 2,
@@ -133,7 +134,8 @@ pub const MODELS: &[ModelInfo] = &[
     ModelInfo {
         name: "orphaned-sequential-node-fixed",
         summary: "the same with a unique tag: after a lost create reply the client finds its node by the tag and adopts it",
-        abstracts: "the ZooKeeper lock recipe with protected (tagged) sequential creates; case 07, fixed",
+        abstracts: "the ZooKeeper lock recipe as shipped: tagged sequential creates, a lost reply recovered by the \
+                    tag (Curator's protected mode); case 07, fixed",
         shared: ZK_SHARED,
         leaves_out: ZK_LEAVES_OUT,
         clients_default: 2,
