@@ -33,7 +33,9 @@ pub fn meaning(property: &str) -> &'static str {
         "deadline_stopped_holder" => "a cut-off holder stops at its own deadline",
         "all_released" => "every client acquired and released",
         "predecessor_vanished" => "the node a client was about to watch was already gone",
-        "waiter_abandoned" => "a queued client gave up (its node vanished from the queue)",
+        "waiter_abandoned" => "a queued client gave up (its session closed: its node vanished from the queue)",
+        "create_reply_lost" => "the reply to a create was lost after the create was applied",
+        "orphan_node" => "a session owns two lock nodes, one of which its client no longer knows (an orphan)",
         "leader_elected" => "some node leads a term",
         "two_leaders" => "two nodes believe they lead at once (different terms)",
         "deposed_leader_acted" => "a leader writes with a term older than one the resource has seen",
@@ -94,14 +96,15 @@ pub fn skew_expectations(margin: bool) -> Vec<Expectation> {
     ]
 }
 
-/// A herd needs two waiters on one node: three clients.
-pub fn zk_lock_expectations(herd: bool) -> Vec<Expectation> {
+/// A herd needs two waiters on one node: three clients. The herd lock never calls `exists` (it
+/// watches the children), so no predecessor can vanish under it.
+pub fn zk_lock_expectations(herd: bool, three: bool) -> Vec<Expectation> {
     vec![
-        expect("mutual_exclusion", Holds),
-        expect("wakeups_per_release", if herd { Violated } else { Holds }),
+        expect("single_holder", Holds),
+        expect("wakeups_per_release", if herd && three { Violated } else { Holds }),
         expect("no_stuck_waiter", Holds),
         expect("contended_release", Reachable),
-        expect("predecessor_vanished", Reachable),
+        expect("predecessor_vanished", if herd { Unreachable } else { Reachable }),
         expect("waiter_abandoned", Reachable),
         expect("all_released", Reachable),
     ]
@@ -110,11 +113,25 @@ pub fn zk_lock_expectations(herd: bool) -> Vec<Expectation> {
 /// Case 08: with the bug a waiter sleeps for good; fixed, every waiter acquires.
 pub fn lost_wakeup_expectations(bug: bool) -> Vec<Expectation> {
     vec![
-        expect("mutual_exclusion", Holds),
+        expect("single_holder", Holds),
         expect("wakeups_per_release", Holds),
         expect("no_stuck_waiter", if bug { Violated } else { Holds }),
         expect("contended_release", Reachable),
         expect("predecessor_vanished", Reachable),
+        expect("all_released", Reachable),
+    ]
+}
+
+/// Case 07: without a unique tag a lost create reply orphans a node in front of the queue and
+/// the lock deadlocks; with one, the client finds its node again and nothing is orphaned.
+pub fn orphan_expectations(bug: bool) -> Vec<Expectation> {
+    vec![
+        expect("single_holder", Holds),
+        expect("wakeups_per_release", Holds),
+        expect("no_stuck_waiter", if bug { Violated } else { Holds }),
+        expect("create_reply_lost", Reachable),
+        expect("orphan_node", if bug { Reachable } else { Unreachable }),
+        expect("contended_release", Reachable),
         expect("all_released", Reachable),
     ]
 }

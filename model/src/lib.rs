@@ -8,8 +8,11 @@
 //!   leader's lease deadlines (`lessor::Lessor`) and the protected resource
 //!   (`resource::Resource`) — fed by model steps instead of RPCs, with discrete time (ticks),
 //!   pauses, partitions and clocks at bounded rates. Cases 01, 02 and 09.
-//! - [`zk`]: the ZooKeeper lock (queue, herd, lost wakeup; cases 08 and 10), an abstract model
-//!   until the ZooKeeper recipe cores exist in sim/.
+//! - [`zk`]: the ZooKeeper locks on the **shipped sans-IO cores** — the recipe
+//!   (`recipe::zk_lock::ZkLock`, with its herd, `recheck_vanished` and `unique_tag` switches)
+//!   against the store's ZooKeeper view (`store::Store` with `Command::Zk`, `zk::tree` for reads,
+//!   `zk::watch::fired` for watch notifications): the queue lock, the herd lock, the lost wakeup
+//!   and the orphaned sequential node. Cases 07, 08 and 10.
 //! - [`election`]: term-based election with fencing by term, abstract (openraft's election is
 //!   not a sans-IO core).
 //!

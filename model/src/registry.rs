@@ -4,20 +4,21 @@
 
 use std::net::SocketAddr;
 
+use coordsim_sim::recipe::zk_lock::ZkLockConfig;
 use coordsim_sim::resource::ResourceMode;
 
 use crate::checked::{CheckedModel, Expectation};
 use crate::election::{Election, ElectionConfig};
 use crate::etcd::EtcdLock;
-use crate::etcd::config::{Clocks, EtcdConfig, Fault, SessionCheck};
+use crate::etcd::config::{Clocks, EtcdConfig, Fault as EtcdFault, SessionCheck};
 use crate::expectations::{
-    election_expectations, grant_expectations, lease_lock_expectations, lost_wakeup_expectations, skew_expectations,
-    zk_lock_expectations,
+    election_expectations, grant_expectations, lease_lock_expectations, lost_wakeup_expectations, orphan_expectations,
+    skew_expectations, zk_lock_expectations,
 };
 use crate::report::{ModelReport, PropertyResult};
 use crate::runner::{self, Search};
 use crate::shortest;
-use crate::zk::{Watch, ZkConfig, ZkLock};
+use crate::zk::{Fault, ZkConfig, ZkLockModel};
 
 pub const CLIENTS_MIN: usize = 2;
 pub const CLIENTS_MAX: usize = 6;
@@ -44,10 +45,10 @@ pub struct ModelInfo {
 const ETCD_SHARED: &str = "coordsim_sim::recipe::mutex::EtcdMutex, store::Store, lessor::Lessor, resource::Resource";
 const ETCD_LEAVES_OUT: &str = "replication and leader changes (one store stands for the Raft group), message loss and \
      delay (a request and its answer are one step), crashes and new sessions, compaction";
-const ZK_SHARED: &str =
-    "none: no ZooKeeper view or ZooKeeper recipe core in sim/ yet (being written in sim/src/recipe/)";
-const ZK_LEAVES_OUT: &str =
-    "sessions and their expiry (an abandon stands for a closed session), lost replies (case 07), time, the resource";
+const ZK_SHARED: &str = "coordsim_sim::recipe::zk_lock::ZkLock (its herd, recheck_vanished and unique_tag switches), \
+     store::Store with the ZooKeeper view (zk::tree, zk::watch::fired)";
+const ZK_LEAVES_OUT: &str = "replication (one store stands for the ensemble: no stale reads, no sync), time and session \
+     expiry by timeout (a closed session stands for one), message loss but one lost create reply, the resource";
 
 pub const MODELS: &[ModelInfo] = &[
     ModelInfo {
@@ -81,40 +82,66 @@ pub const MODELS: &[ModelInfo] = &[
         clients_default: 3,
         ticks_default: 0,
         ticks_unit: "",
-        symmetric: true,
+        symmetric: false,
     },
     ModelInfo {
         name: "herd-lock",
-        summary: "ZooKeeper lock, every waiter watches the holder: one release wakes them all",
-        abstracts: "the herd-prone lock (all waiters watch the holder's node); case 10",
+        summary: "ZooKeeper lock, every waiter watches the lock's children: one release wakes them all",
+        abstracts: "the herd-prone lock (every waiter sets a children watch on the lock node); case 10",
         shared: ZK_SHARED,
         leaves_out: ZK_LEAVES_OUT,
         clients_default: 3,
         ticks_default: 0,
         ticks_unit: "",
-        symmetric: true,
+        symmetric: false,
     },
     ModelInfo {
         name: "lost-wakeup",
         summary: "ZooKeeper lock whose client sleeps when exists() says the predecessor is gone: a waiter sleeps forever",
-        abstracts: "the ZooKeeper lock with the lost-wakeup bug (Helix, CURATOR-527); case 08",
+        abstracts: "the ZooKeeper lock recipe with recheck_vanished off, the lost-wakeup bug (Helix, CURATOR-527); \
+                    case 08",
         shared: ZK_SHARED,
         leaves_out: ZK_LEAVES_OUT,
         clients_default: 2,
         ticks_default: 0,
         ticks_unit: "",
-        symmetric: true,
+        symmetric: false,
     },
     ModelInfo {
         name: "lost-wakeup-fixed",
         summary: "the same client re-checking the queue at once when the predecessor is gone: every waiter acquires",
-        abstracts: "the ZooKeeper lock recipe as documented; case 08, fixed",
+        abstracts: "the ZooKeeper lock recipe as shipped (recheck_vanished on); case 08, fixed",
         shared: ZK_SHARED,
         leaves_out: ZK_LEAVES_OUT,
         clients_default: 2,
         ticks_default: 0,
         ticks_unit: "",
-        symmetric: true,
+        symmetric: false,
+    },
+    ModelInfo {
+        name: "orphaned-sequential-node",
+        summary: "ZooKeeper lock without a unique tag in its node name: a lost create reply is created again, the first \
+                  node is orphaned in front of the queue and the lock deadlocks",
+        abstracts: "the ZooKeeper lock recipe with unique_tag off: the node is named `lock-` without the client's \
+                    tag (ZOOKEEPER-1262, CURATOR-79); case 07",
+        shared: ZK_SHARED,
+        leaves_out: ZK_LEAVES_OUT,
+        clients_default: 2,
+        ticks_default: 0,
+        ticks_unit: "",
+        symmetric: false,
+    },
+    ModelInfo {
+        name: "orphaned-sequential-node-fixed",
+        summary: "the same with a unique tag: after a lost create reply the client finds its node by the tag and adopts it",
+        abstracts: "the ZooKeeper lock recipe as shipped: tagged sequential creates, a lost reply recovered by the \
+                    tag (Curator's protected mode); case 07, fixed",
+        shared: ZK_SHARED,
+        leaves_out: ZK_LEAVES_OUT,
+        clients_default: 2,
+        ticks_default: 0,
+        ticks_unit: "",
+        symmetric: false,
     },
     ModelInfo {
         name: "grant-to-expired-waiter",
@@ -213,7 +240,7 @@ pub struct RunOptions {
 /// A built model of one of the three worlds.
 pub enum Built {
     Etcd(EtcdLock),
-    Zk(ZkLock),
+    Zk(ZkLockModel),
     Election(Election),
 }
 
@@ -238,7 +265,7 @@ pub fn build(name: &str, clients: usize, ticks_max: u8) -> Result<Built, String>
         "grant-to-expired-waiter" | "grant-to-expired-waiter-fixed" => {
             let fixed = name.ends_with("-fixed");
             let mut config = etcd_base(clients, ticks_max, grant_expectations(fixed, three));
-            config.fault = Fault::PauseWhileWaiting;
+            config.fault = EtcdFault::PauseWhileWaiting;
             config.session_check = if fixed { SessionCheck::Shipped } else { SessionCheck::Skipped };
             Built::Etcd(EtcdLock::new(config))
         }
@@ -249,26 +276,21 @@ pub fn build(name: &str, clients: usize, ticks_max: u8) -> Result<Built, String>
         }
         "queue-lock" | "herd-lock" => {
             let herd = name == "herd-lock";
-            let watch = if herd { Watch::Holder } else { Watch::Predecessor };
-            let config = ZkConfig {
-                clients,
-                watch,
-                lost_wakeup_bug: false,
-                abandons_max: 1,
-                expectations: zk_lock_expectations(herd && three),
-            };
-            Built::Zk(ZkLock::new(config))
+            let recipe = if herd { ZkLockConfig::HERD } else { ZkLockConfig::QUEUE };
+            let expectations = zk_lock_expectations(herd, three);
+            Built::Zk(ZkLockModel::new(zk_config(clients, recipe, Fault::CloseQueuedSession, expectations)))
         }
         "lost-wakeup" | "lost-wakeup-fixed" => {
             let bug = name == "lost-wakeup";
-            let config = ZkConfig {
-                clients,
-                watch: Watch::Predecessor,
-                lost_wakeup_bug: bug,
-                abandons_max: 0,
-                expectations: lost_wakeup_expectations(bug),
-            };
-            Built::Zk(ZkLock::new(config))
+            let recipe = ZkLockConfig { recheck_vanished: !bug, ..ZkLockConfig::QUEUE };
+            let mut config = zk_config(clients, recipe, Fault::CloseQueuedSession, lost_wakeup_expectations(bug));
+            config.faults_max = 0;
+            Built::Zk(ZkLockModel::new(config))
+        }
+        "orphaned-sequential-node" | "orphaned-sequential-node-fixed" => {
+            let bug = name == "orphaned-sequential-node";
+            let recipe = ZkLockConfig { unique_tag: !bug, ..ZkLockConfig::QUEUE };
+            Built::Zk(ZkLockModel::new(zk_config(clients, recipe, Fault::LoseCreateReply, orphan_expectations(bug))))
         }
         "election" | "election-unfenced" => {
             let fenced = name == "election";
@@ -297,10 +319,15 @@ pub fn skew_config(clients: usize, ticks_max: u8, deadline_units: u8, expectatio
     let mut config = etcd_base(clients, ticks_max, expectations);
     config.ttl_units = SKEW_TTL_UNITS;
     config.clocks = SKEW_CLOCKS;
-    config.fault = Fault::CutOffHolder;
+    config.fault = EtcdFault::CutOffHolder;
     config.client_deadline_units = Some(deadline_units);
     config.resource = ResourceMode::Unfenced;
     config
+}
+
+/// The ZooKeeper lock world with the shipped recipe's variant `recipe` and one fault.
+pub fn zk_config(clients: usize, recipe: ZkLockConfig, fault: Fault, expectations: Vec<Expectation>) -> ZkConfig {
+    ZkConfig { clients, recipe, fault, faults_max: 1, expectations }
 }
 
 fn etcd_base(clients: usize, ticks_max: u8, expectations: Vec<Expectation>) -> EtcdConfig {
@@ -309,7 +336,7 @@ fn etcd_base(clients: usize, ticks_max: u8, expectations: Vec<Expectation>) -> E
         ticks_max,
         ttl_units: 2,
         resource: ResourceMode::Unfenced,
-        fault: Fault::Pause,
+        fault: EtcdFault::Pause,
         faults_max: 1,
         session_check: SessionCheck::Shipped,
         clocks: Clocks::TRUE_TIME,

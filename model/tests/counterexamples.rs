@@ -47,23 +47,59 @@ fn without_the_session_check_an_expired_waiter_is_granted_the_lock() {
     assert_eq!(counterexample(&report, "mutual_exclusion").len(), 14, "{}", report.render());
 }
 
-/// Case 08: the predecessor is deleted between the list and the exists call; the buggy client
-/// sleeps with no watch armed and nothing can wake it.
+/// Case 08: the predecessor is deleted between the client's `getChildren` and its `exists`; the
+/// shipped recipe with `recheck_vanished` off sleeps on a watch of a node that will never change
+/// again, and nothing can wake it. Six steps: the delete is the fifth, the `exists` the sixth.
 #[test]
 fn the_lost_wakeup_leaves_a_waiter_asleep_for_good() {
-    let report = run("lost-wakeup", 2, BFS);
-    let steps = counterexample(&report, "no_stuck_waiter");
-    assert_eq!(steps.len(), 6, "{}", report.render());
-    assert!(steps[4].1.starts_with("unlock: delete /lock/n-0000000001"));
-    assert!(steps[5].1.contains("bug: sleeps"));
+    for search in [BFS, DFS] {
+        let report = run("lost-wakeup", 2, search);
+        let steps = counterexample(&report, "no_stuck_waiter");
+        assert_eq!(steps.len(), 6, "{}", report.render());
+        assert!(
+            steps[3].1.starts_with("getChildren /lock") && steps[3].1.ends_with("exists /lock/lock-c1-1-0000000000")
+        );
+        assert!(steps[4].1.starts_with("unlock: delete /lock/lock-c1-1-0000000000"), "{}", steps[4].1);
+        assert!(steps[5].1.starts_with("exists(/lock/lock-c1-1-0000000000, watch) → no node ✗ bug"), "{}", steps[5].1);
+    }
+    let fixed = run("lost-wakeup-fixed", 3, BFS);
+    assert!(!fixed.property("no_stuck_waiter").unwrap().discovered, "{}", fixed.render());
 }
 
-/// Case 10: every waiter watches the holder's node, so its delete wakes them all.
+/// Case 10: every waiter of the herd lock sets a children watch on the lock node, so the delete
+/// of the node at the head of the queue wakes them all.
 #[test]
 fn the_herd_lock_wakes_every_waiter_on_one_delete() {
     let report = run("herd-lock", 3, BFS);
     let steps = counterexample(&report, "wakeups_per_release");
+    assert_eq!(steps.len(), 6, "{}", report.render());
+    assert!(steps[3].1.ends_with("watch the children of /lock, sleep"), "{}", steps[3].1);
     assert!(steps.last().unwrap().1.contains("(wakes c2, c3)"), "{}", report.render());
+    let queue = run("queue-lock", 3, BFS);
+    assert!(!queue.property("wakeups_per_release").unwrap().discovered, "{}", queue.render());
+}
+
+/// Case 07: the reply to a create is lost after the create was applied; without a unique tag the
+/// client cannot recognise its node, creates another, and waits behind its own orphan for good.
+/// With the tag it finds its node, adopts it, and nothing is orphaned.
+#[test]
+fn a_lost_create_reply_orphans_a_node_and_deadlocks_without_a_unique_tag() {
+    for search in [BFS, DFS] {
+        let report = run("orphaned-sequential-node", 2, search);
+        let steps = counterexample(&report, "no_stuck_waiter");
+        assert_eq!(steps.len(), 7, "{}", report.render());
+        let lost = steps.iter().position(|(_, text)| text.contains("reply lost")).expect("a lost reply");
+        let (client, text) = steps[lost];
+        assert!(text.ends_with("→ create again"), "{text}");
+        let (last_client, last) = *steps.last().unwrap();
+        assert_eq!(last_client, client, "the client that lost the reply waits");
+        assert!(last.contains("→ exists → watch"), "it waits behind a node that exists: {last}");
+    }
+    let fixed = run("orphaned-sequential-node-fixed", 3, BFS);
+    assert!(fixed.as_expected(), "{}", fixed.render());
+    assert!(!fixed.property("no_stuck_waiter").unwrap().discovered);
+    assert!(!fixed.property("orphan_node").unwrap().discovered);
+    assert!(fixed.property("create_reply_lost").unwrap().discovered);
 }
 
 /// Case 09: the holder's clock runs at half speed; the server expires its lease at tick 2 and

@@ -1,149 +1,117 @@
-//! The state of the ZooKeeper lock world. Nothing in it names a client except its position in
-//! `clients`: nodes are sequence numbers, a watch names the node it watches. So sorting the
-//! clients gives a state that is the same up to renaming them: the symmetry representative.
+//! The state of the ZooKeeper lock world: the server's store with its ZooKeeper view (the
+//! shipped `Store`: znodes are keys, sessions are leases), each client's recipe (the shipped
+//! `ZkLock`) and where it stands, and a monitor that remembers what the `always` properties
+//! must never see.
 
-/// A set of sequence numbers (1..=63) as bits: the children of the lock node.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Nodes(pub u64);
+use coordsim_sim::recipe::zk_lock::{ZkLock, ZkLockStep};
+use coordsim_sim::store::{Command, CommandResponse, LeaseId, Revision, Store};
+use coordsim_sim::zk::{CreateMode, ZkOp, ZkWrite, tree};
 
-impl Nodes {
-    pub fn contains(self, seq: u8) -> bool {
-        self.0 & (1 << seq) != 0
-    }
+use super::LOCK;
+use crate::fingerprint::Hashed;
 
-    pub fn insert(&mut self, seq: u8) {
-        self.0 |= 1 << seq;
-    }
-
-    pub fn remove(&mut self, seq: u8) {
-        self.0 &= !(1 << seq);
-    }
-
-    /// The lowest sequence number: the holder's node.
-    pub fn lowest(self) -> Option<u8> {
-        (self.0 != 0).then(|| self.0.trailing_zeros() as u8)
-    }
-
-    /// The highest sequence number below `seq`: the predecessor.
-    pub fn below(self, seq: u8) -> Option<u8> {
-        let lower = self.0 & ((1u64 << seq) - 1);
-        (lower != 0).then(|| 63 - lower.leading_zeros() as u8)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct State {
-    /// The next sequence number the server hands out (never reused).
-    pub next_seq: u8,
-    pub nodes: Nodes,
+    pub store: Hashed<Store>,
+    /// In client order (c1 first): roles never move (no symmetry reduction, see mod.rs).
     pub clients: Vec<Client>,
-    pub abandons: u8,
-    /// One delete woke more than one waiter (set once).
-    pub herd: bool,
+    /// Faults injected so far (abandons, lost create replies).
+    pub faults: u8,
+    pub monitor: Monitor,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
-    /// Our node's sequence number, 0 before the create.
-    pub seq: u8,
+    /// The session (a lease), opened before the run.
+    pub session: LeaseId,
     pub phase: Phase,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
     Idle,
-    /// About to list the children. `recheck`: because the node we meant to watch was gone.
-    Listing {
-        recheck: bool,
+    /// The recipe asked for `next` (a create, `getChildren` or `exists`), not yet sent.
+    Requesting {
+        recipe: Hashed<ZkLock>,
+        next: Hashed<ZkLockStep>,
     },
-    /// About to call `exists(target, watch = true)`.
-    Checking {
-        target: u8,
-    },
-    /// The watch on `target` is armed; `notified` once `target` was deleted.
-    Watching {
-        target: u8,
+    /// The recipe waits for the watch `wait` (a `ZkLockStep::Wait`) to fire; `notified` once the
+    /// store has a change that fires it (`zk::watch::fired`).
+    Waiting {
+        recipe: Hashed<ZkLock>,
+        wait: Hashed<ZkLockStep>,
         notified: bool,
     },
-    /// The bug: `exists` said "no node" and the client went to sleep as if a watch were armed.
-    /// (ZooKeeper does arm a watch for the node's *creation*, which never comes: sequence numbers
-    /// are not reused.)
-    Sleeping {
-        target: u8,
+    /// Believes it holds the lock through the node `path`; `token` is its czxid.
+    Holding {
+        path: String,
+        token: Revision,
     },
-    Holding,
     Done(End),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Why a client stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum End {
+    /// Released the lock (deleted its node).
     Released,
-    /// Gave up while queued (session closed): its node was deleted.
+    /// Gave up while queued: its session closed and took its node (and its watch) with it.
     Abandoned,
+    /// The recipe failed (its node vanished) or the server refused a request.
+    Failed,
+}
+
+/// What the `always` properties must never see, and the rare states the `sometimes` ones ask
+/// for; each set once, when it happens.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Monitor {
+    /// One delete fired the watches of more than one queued waiter (a herd).
+    pub herd: bool,
+    /// A delete fired the watch of a queued waiter (a contended release).
+    pub release_woke: bool,
+    /// An `exists` on the predecessor answered "no node" (case 08's window).
+    pub predecessor_vanished: bool,
+    /// The reply to a create was lost (case 07's fault).
+    pub create_reply_lost: bool,
+    /// A session owned two lock nodes: one its recipe no longer knows (case 07's orphan).
+    pub orphan_node: bool,
 }
 
 impl State {
+    /// The lock node `/lock` (persistent) and one session per client.
     pub fn init(clients: usize) -> State {
-        assert!(clients <= 20, "sequence numbers must fit the node set");
-        State {
-            next_seq: 1,
-            nodes: Nodes::default(),
-            clients: vec![Client { seq: 0, phase: Phase::Idle }; clients],
-            abandons: 0,
-            herd: false,
+        let mut store = Store::new();
+        let create = ZkOp::Create { path: LOCK.to_string(), data: String::new(), mode: CreateMode::Persistent };
+        match store.apply(&Command::Zk(ZkWrite { session: 0, ops: vec![create] })) {
+            CommandResponse::Zk { result: Ok(_), .. } => {}
+            other => panic!("the store refused the lock node: {other:?}"),
         }
+        let clients = (0..clients)
+            .map(|_| match store.apply(&Command::LeaseGrant { id: 0, ttl_ms: 1_000 }) {
+                CommandResponse::LeaseGrant { id, .. } => Client { session: id, phase: Phase::Idle },
+                other => panic!("the store refused a session: {other:?}"),
+            })
+            .collect();
+        State { store: Hashed::new(store), clients, faults: 0, monitor: Monitor::default() }
     }
 
     pub fn holders(&self) -> usize {
-        self.clients.iter().filter(|c| c.phase == Phase::Holding).count()
+        self.clients.iter().filter(|c| matches!(c.phase, Phase::Holding { .. })).count()
     }
 
     pub fn all_done(&self) -> bool {
         self.clients.iter().all(|c| matches!(c.phase, Phase::Done(_)))
     }
 
-    /// Deletes node `seq` and fires the watches on it; returns how many waiters it woke.
-    pub fn delete(&mut self, seq: u8) -> usize {
-        self.nodes.remove(seq);
-        let mut woken = 0;
-        for client in &mut self.clients {
-            if let Phase::Watching { target, notified } = &mut client.phase
-                && *target == seq
-                && !*notified
-            {
-                *notified = true;
-                woken += 1;
-            }
-        }
-        if woken > 1 {
-            self.herd = true;
-        }
-        woken
+    /// Whether the znode `path` exists.
+    pub fn node_exists(&self, path: &str) -> bool {
+        tree::exists(&self.store, path).is_ok_and(|stat| stat.is_some())
     }
 
-    /// The symmetry representative: the clients in sorted order.
-    pub fn sorted(&self) -> State {
-        let mut state = self.clone();
-        state.clients.sort();
-        state
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn node_set_finds_the_holder_and_the_predecessor() {
-        let mut nodes = Nodes::default();
-        for seq in [2, 5, 9] {
-            nodes.insert(seq);
-        }
-        assert_eq!(nodes.lowest(), Some(2));
-        assert_eq!(nodes.below(9), Some(5));
-        assert_eq!(nodes.below(5), Some(2));
-        assert_eq!(nodes.below(2), None);
-        nodes.remove(5);
-        assert_eq!(nodes.below(9), Some(2));
+    /// The lock's children owned by `session` (a recipe knows at most one of them).
+    pub fn nodes_of(&self, session: LeaseId) -> usize {
+        let names = tree::get_children(&self.store, LOCK).expect("the lock node exists");
+        let owner = |name: &String| tree::exists(&self.store, &format!("{LOCK}/{name}")).ok().flatten();
+        names.iter().filter_map(owner).filter(|stat| stat.ephemeral_owner == session).count()
     }
 }
