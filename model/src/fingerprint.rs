@@ -159,7 +159,7 @@ mod tests {
         assert_eq!(digest(&a), digest(&b));
         assert_eq!(a, b);
         let copy = b.clone();
-        let put = PutRequest { key: "k".into(), value: "v".into(), lease: 0, prev_kv: false };
+        let put = PutRequest { key: "k".into(), value: "v".into(), lease: 0, prev_kv: false, ignore_lease: false };
         b.apply(&Command::Put(put));
         assert_ne!(digest(&a), digest(&b));
         assert_ne!(a, b);

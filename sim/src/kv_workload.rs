@@ -122,7 +122,7 @@ async fn write(plan: &KvPlan, client: &Client, recorder: &Recorder) {
 /// A recorded put; the store revision it created, if it completed.
 async fn put(client: &Client, recorder: &Recorder, node: &str, key: &str, value: String) -> Option<i64> {
     let op = recorder.invoke(node, Call::Put { key: key.to_string(), value: value.clone() });
-    let request = PutRequest { key: key.to_string(), value, lease: 0, prev_kv: false };
+    let request = PutRequest { key: key.to_string(), value, lease: 0, prev_kv: false, ignore_lease: false };
     match client.write(Command::Put(request), OP_BUDGET).await {
         Ok(CommandResponse::Put(response)) => {
             recorder.ok(node, op, Return::Put { revision: response.header.revision });
@@ -198,7 +198,8 @@ async fn cas(
             Compare { key: key.to_string(), result: CompareResult::Equal, target: CompareTarget::CreateRevision(0) }
         }
     };
-    let put = TxnOp::Put(PutRequest { key: key.to_string(), value: new, lease: 0, prev_kv: false });
+    let put =
+        TxnOp::Put(PutRequest { key: key.to_string(), value: new, lease: 0, prev_kv: false, ignore_lease: false });
     let txn = TxnRequest { compare: vec![compare], success: vec![put], failure: vec![] };
     match client.write(Command::Txn(txn), OP_BUDGET).await {
         Ok(CommandResponse::Txn(response)) => {

@@ -60,6 +60,7 @@ impl CasLock {
                 value: self.owner.clone(),
                 lease: self.lease,
                 prev_kv: false,
+                ignore_lease: false,
             })],
             failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(self.key.clone())))],
         })

@@ -107,7 +107,13 @@ impl EtcdMutex {
                 target: CompareTarget::CreateRevision(0),
             }],
             success: vec![
-                TxnOp::Put(PutRequest { key: key.clone(), value: value.to_string(), lease, prev_kv: false }),
+                TxnOp::Put(PutRequest {
+                    key: key.clone(),
+                    value: value.to_string(),
+                    lease,
+                    prev_kv: false,
+                    ignore_lease: false,
+                }),
                 TxnOp::Range(oldest.clone()),
             ],
             failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(key))), TxnOp::Range(oldest)],

@@ -57,7 +57,13 @@ impl Semaphore {
                 result: CompareResult::Equal,
                 target: CompareTarget::CreateRevision(0),
             }],
-            success: vec![TxnOp::Put(PutRequest { key: key.clone(), value: String::new(), lease, prev_kv: false })],
+            success: vec![TxnOp::Put(PutRequest {
+                key: key.clone(),
+                value: String::new(),
+                lease,
+                prev_kv: false,
+                ignore_lease: false,
+            })],
             failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(key)))],
         };
         (semaphore, SemaphoreStep::Txn(txn))

@@ -32,7 +32,13 @@ impl Server {
                 }
             }
             ElectionRequest::Proclaim { leader, value } => {
-                let put = PutRequest { key: leader.key.clone(), value, lease: leader.lease, prev_kv: false };
+                let put = PutRequest {
+                    key: leader.key.clone(),
+                    value,
+                    lease: leader.lease,
+                    prev_kv: false,
+                    ignore_lease: false,
+                };
                 match self.if_leader(&leader, TxnOp::Put(put)).await {
                     Ok(true) => ElectionReply::Proclaimed,
                     Ok(false) => ElectionReply::NotLeader,

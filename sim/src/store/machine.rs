@@ -131,7 +131,7 @@ impl Store {
 
     fn put(&mut self, req: &PutRequest) -> Result<PutResponse, StoreError> {
         validate::put_shape(req)?;
-        validate::put_lease(req, &self.leases)?;
+        validate::put_lease(req, &self.leases, &self.kv)?;
         Ok(self.write(|writer| writer.put(req)))
     }
 

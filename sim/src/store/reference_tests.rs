@@ -229,18 +229,21 @@ impl Scratch<'_> {
     }
 
     fn put(&mut self, req: &PutRequest) -> Result<PutResponse, StoreError> {
+        let prev = self.work.get(&req.key).cloned();
+        if req.ignore_lease && prev.is_none() {
+            return Err(StoreError::KeyNotFound(req.key.clone()));
+        }
         if req.lease != 0 && !self.model.leases.contains_key(&req.lease) {
             return Err(StoreError::LeaseNotFound(req.lease));
         }
         let revision = self.pending();
-        let prev = self.work.get(&req.key).cloned();
         let kv = KeyValue {
             key: req.key.clone(),
             value: req.value.clone(),
             create_revision: prev.as_ref().map_or(revision, |p| p.create_revision),
             mod_revision: revision,
             version: prev.as_ref().map_or(1, |p| p.version + 1),
-            lease: req.lease,
+            lease: if req.ignore_lease { prev.as_ref().map_or(0, |p| p.lease) } else { req.lease },
         };
         self.work.insert(req.key.clone(), kv.clone());
         self.changes.push((req.key.clone(), Some(kv)));
@@ -441,12 +444,16 @@ fn lease_id() -> impl Strategy<Value = LeaseId> {
 }
 
 fn put() -> impl Strategy<Value = PutRequest> {
-    (key(), value(), lease_id(), any::<bool>()).prop_map(|(key, value, lease, prev_kv)| PutRequest {
-        key,
-        value,
-        lease,
-        prev_kv,
-    })
+    // One put in four keeps the key's lease (and then names none, as it must).
+    (key(), value(), lease_id(), any::<bool>(), prop::bool::weighted(0.25)).prop_map(
+        |(key, value, lease, prev_kv, ignore_lease)| PutRequest {
+            key,
+            value,
+            lease: if ignore_lease { 0 } else { lease },
+            prev_kv,
+            ignore_lease,
+        },
+    )
 }
 
 fn delete() -> impl Strategy<Value = DeleteRangeRequest> {

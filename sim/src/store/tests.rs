@@ -23,7 +23,7 @@ fn leased(kv: KeyValue, lease: LeaseId) -> KeyValue {
 }
 
 fn put_req(key: &str, value: &str) -> PutRequest {
-    PutRequest { key: key.to_owned(), value: value.to_owned(), lease: 0, prev_kv: false }
+    PutRequest { key: key.to_owned(), value: value.to_owned(), lease: 0, prev_kv: false, ignore_lease: false }
 }
 
 fn put_op(key: &str, value: &str) -> TxnOp {
@@ -1048,4 +1048,26 @@ fn lease_key_sets_are_in_key_order() {
     let keys: BTreeSet<String> = ["a", "b", "c"].map(String::from).into();
     assert_eq!(store.lease(1).unwrap().keys, keys);
     assert_eq!(lease_keys(&store, 1), ["a", "b", "c"]);
+}
+
+#[test]
+fn put_with_ignore_lease_keeps_the_keys_lease_and_needs_the_key() {
+    let mut store = Store::new();
+    let CommandResponse::LeaseGrant { id, .. } = store.apply(&Command::LeaseGrant { id: 0, ttl_ms: 5000 }) else {
+        panic!("grant")
+    };
+    let put = |key: &str, lease, ignore_lease| {
+        Command::Put(PutRequest { key: key.into(), value: "v".into(), lease, prev_kv: false, ignore_lease })
+    };
+    assert!(matches!(store.apply(&put("/k", id, false)), CommandResponse::Put(_)));
+    assert!(matches!(store.apply(&put("/k", 0, true)), CommandResponse::Put(_)));
+    let kv = store.range(&RangeRequest::new(KeyRange::Key("/k".into()))).unwrap().kvs.remove(0);
+    assert_eq!((kv.lease, kv.version), (id, 2), "the update kept the lease");
+    assert_eq!(
+        store.apply(&put("/missing", 0, true)),
+        CommandResponse::Error(StoreError::KeyNotFound("/missing".into()))
+    );
+    assert!(matches!(store.apply(&put("/k", id, true)), CommandResponse::Error(StoreError::InvalidRequest(_))));
+    store.apply(&Command::LeaseRevoke { id, reason: RevokeReason::Client });
+    assert!(store.range(&RangeRequest::new(KeyRange::Key("/k".into()))).unwrap().kvs.is_empty(), "gone with its lease");
 }

@@ -57,7 +57,7 @@ pub(super) fn plan(
         return Err(StoreError::DuplicateKey(key));
     }
     let plan = choose(req, kv);
-    check_path(req, &plan, leases, readable)?;
+    check_path(req, &plan, leases, kv, readable)?;
     Ok(plan)
 }
 
@@ -167,16 +167,24 @@ fn choose(req: &TxnRequest, kv: &KeySpace) -> TxnPlan {
 }
 
 /// The state-dependent checks along the branches `plan` takes (etcd `checkTxn`).
-fn check_path(req: &TxnRequest, plan: &TxnPlan, leases: &LeaseTable, readable: Readable) -> Result<(), StoreError> {
+fn check_path(
+    req: &TxnRequest,
+    plan: &TxnPlan,
+    leases: &LeaseTable,
+    kv: &KeySpace,
+    readable: Readable,
+) -> Result<(), StoreError> {
     let mut nested = plan.nested.iter();
     for op in branch(req, plan.succeeded) {
         match op {
             TxnOp::Range(range) => readable.resolve(range.revision).map(drop)?,
-            TxnOp::Put(put) => validate::put_lease(put, leases)?,
+            // Keys are read as before the txn: a put after a delete or a put of the same key in
+            // one txn is a DuplicateKey anyway.
+            TxnOp::Put(put) => validate::put_lease(put, leases, kv)?,
             TxnOp::DeleteRange(_) => {}
             TxnOp::Txn(txn) => {
                 let plan = nested.next().expect("one plan per nested transaction");
-                check_path(txn, plan, leases, readable)?;
+                check_path(txn, plan, leases, kv, readable)?;
             }
         }
     }

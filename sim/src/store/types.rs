@@ -69,6 +69,10 @@ pub struct PutRequest {
     pub lease: LeaseId,
     /// Return the previous key-value in the response.
     pub prev_kv: bool,
+    /// Keep the key's current lease (`lease` must be 0, the key must exist), as etcd's
+    /// `ignore_lease`: update a value without knowing or touching its lease.
+    #[serde(default)]
+    pub ignore_lease: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -288,6 +292,8 @@ pub enum StoreError {
     InvalidTtl,
     #[error("duplicate key {0:?} in one transaction")]
     DuplicateKey(String),
+    #[error("key {0:?} not found")]
+    KeyNotFound(String),
     #[error("{0}")]
     InvalidRequest(String),
 }

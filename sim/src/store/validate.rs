@@ -2,6 +2,7 @@
 //! the store answers with; none of them mutates.
 
 use super::lease::LeaseTable;
+use super::mvcc::KeySpace;
 use super::{DeleteRangeRequest, KeyRange, PutRequest, RangeRequest, Revision, StoreError};
 
 /// The revisions a read may name, given the store's current and compact revisions.
@@ -33,14 +34,22 @@ impl Readable {
 
 /// Shape checks that need no state (etcd `checkPutRequest`: "key is not provided").
 pub(super) fn put_shape(req: &PutRequest) -> Result<(), StoreError> {
-    match req.key.is_empty() {
-        true => Err(invalid("put with an empty key".to_owned())),
-        false => Ok(()),
+    if req.key.is_empty() {
+        return Err(invalid("put with an empty key".to_owned()));
     }
+    // etcd ErrLeaseProvided: "keep the lease" and "this lease" contradict each other.
+    if req.ignore_lease && req.lease != 0 {
+        return Err(invalid(format!("put of {:?} with ignore_lease names lease {}", req.key, req.lease)));
+    }
+    Ok(())
 }
 
-/// etcd rejects a put naming a lease it does not know (ErrLeaseNotFound).
-pub(super) fn put_lease(req: &PutRequest, leases: &LeaseTable) -> Result<(), StoreError> {
+/// etcd rejects a put naming a lease it does not know (ErrLeaseNotFound), and a put that keeps
+/// the lease of a key that does not exist (ErrKeyNotFound).
+pub(super) fn put_lease(req: &PutRequest, leases: &LeaseTable, kv: &KeySpace) -> Result<(), StoreError> {
+    if req.ignore_lease && kv.latest(&req.key).is_none() {
+        return Err(StoreError::KeyNotFound(req.key.clone()));
+    }
     match req.lease == 0 || leases.contains(req.lease) {
         true => Ok(()),
         false => Err(StoreError::LeaseNotFound(req.lease)),

@@ -58,7 +58,8 @@ impl<'s> Writer<'s> {
     }
 
     /// etcd Put: create (version 1, create_revision = mod_revision = the new revision) or
-    /// update (version + 1, create_revision kept), and move the key to the requested lease.
+    /// update (version + 1, create_revision kept), and move the key to the requested lease
+    /// (or keep its lease with `ignore_lease`).
     pub fn put(&mut self, req: &PutRequest) -> PutResponse {
         let revision = self.pending();
         let prev = self.kv.latest(&req.key).cloned();
@@ -66,16 +67,17 @@ impl<'s> Writer<'s> {
             Some(prev) => (prev.create_revision, prev.version + 1),
             None => (revision, 1),
         };
+        let prev_lease = prev.as_ref().map_or(0, |prev| prev.lease);
+        let lease = if req.ignore_lease { prev_lease } else { req.lease };
         let kv = KeyValue {
             key: req.key.clone(),
             value: req.value.clone(),
             create_revision,
             mod_revision: revision,
             version,
-            lease: req.lease,
+            lease,
         };
-        let prev_lease = prev.as_ref().map_or(0, |prev| prev.lease);
-        self.leases.move_key(&req.key, prev_lease, req.lease);
+        self.leases.move_key(&req.key, prev_lease, lease);
         self.record(&req.key, Some(kv), prev_lease);
         PutResponse { header: ResponseHeader { revision }, prev_kv: prev.filter(|_| req.prev_kv) }
     }

@@ -243,7 +243,7 @@ impl<'s> Pending<'s> {
 }
 
 fn put(key: String, value: &str, lease: LeaseId) -> TxnOp {
-    TxnOp::Put(PutRequest { key, value: value.to_string(), lease, prev_kv: false })
+    TxnOp::Put(PutRequest { key, value: value.to_string(), lease, prev_kv: false, ignore_lease: false })
 }
 
 fn delete(key: String) -> TxnOp {
