@@ -18,10 +18,15 @@ pub enum ClientRequest {
     Range { request: RangeRequest, linearizable: bool },
     /// Renew a lease on the leader (etcd LeaseKeepAlive).
     KeepAlive { lease: LeaseId },
+    /// etcd LeaseTimeToLive: the lease's granted TTL, its remaining TTL by the leader's lessor,
+    /// and (with `keys`) the keys attached to it.
+    LeaseTimeToLive { lease: LeaseId, keys: bool },
+    /// etcd LeaseLeases: every lease ID.
+    LeaseLeases,
     /// Long-poll for changes to `range` with revision >= `from`, waiting at most `wait_ms` of
     /// the server's local time. Stateless on the server: a client resumes on any server with
     /// its next revision, as an etcd watch resumes with `start_revision`.
-    Watch { range: KeyRange, from: Revision, wait_ms: u64 },
+    Watch { range: KeyRange, from: Revision, wait_ms: u64, options: WatchOptions },
     /// etcd's Lock service (v3lock): the server acquires the lock `name` for `lease` with the
     /// mutex recipe and answers when it holds it. Blocks; served by the leader only.
     Lock { name: String, lease: LeaseId },
@@ -154,6 +159,14 @@ pub enum ClientReply {
         ttl_ms: u64,
     },
     LeaseNotFound,
+    /// `remaining_ms` by the leader's clock; `keys` empty unless asked for.
+    LeaseTtl {
+        lease: LeaseId,
+        granted_ttl_ms: u64,
+        remaining_ms: u64,
+        keys: Vec<String>,
+    },
+    Leases(Vec<LeaseId>),
     Watch(Result<WatchBatch, StoreError>),
     /// The Lock service holds the lock for the caller: `revision` is the holder key's
     /// create_revision (the fencing token).
@@ -175,6 +188,15 @@ pub enum ClientReply {
     },
     Zk(ZkReply),
     Election(ElectionReply),
+}
+
+/// etcd WatchCreateRequest's options: `prev_kv` attaches each key's previous value; the
+/// filters drop puts or deletes (a batch of only filtered events is not sent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchOptions {
+    pub prev_kv: bool,
+    pub no_put: bool,
+    pub no_delete: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,7 +15,7 @@ use madsim::net::Endpoint;
 
 use crate::clock::{Clock, LocalTime};
 use crate::netfault;
-use crate::rpc::{ClientReply, ClientRequest, WatchBatch};
+use crate::rpc::{ClientReply, ClientRequest, WatchBatch, WatchOptions};
 use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
 
 pub use lock::{LockError, lock, lock_api, lock_cas, lock_semaphore, unlock, unlock_api, unlock_cas};
@@ -156,11 +156,35 @@ impl Client {
         from: Revision,
         wait: Duration,
     ) -> Result<Result<WatchBatch, StoreError>, Unavailable> {
-        let request = ClientRequest::Watch { range, from, wait_ms: wait.as_millis() as u64 };
+        self.watch_with(range, from, wait, WatchOptions::default()).await
+    }
+
+    /// [`Client::watch_once`] with etcd's watch options (prev_kv, no_put, no_delete).
+    pub async fn watch_with(
+        &self,
+        range: KeyRange,
+        from: Revision,
+        wait: Duration,
+        options: WatchOptions,
+    ) -> Result<Result<WatchBatch, StoreError>, Unavailable> {
+        let request = ClientRequest::Watch { range, from, wait_ms: wait.as_millis() as u64, options };
         // The poll itself waits `wait` on the server: give the call room for that plus a retry.
         match self.call(request, wait + RPC_TIMEOUT * 2).await? {
             ClientReply::Watch(result) => Ok(result),
             other => unreachable!("a watch is answered by a watch batch, got {other:?}"),
+        }
+    }
+
+    /// etcd LeaseTimeToLive: `LeaseTtl` or `LeaseNotFound`.
+    pub async fn time_to_live(&self, lease: LeaseId, keys: bool, budget: Duration) -> Result<ClientReply, Unavailable> {
+        self.call(ClientRequest::LeaseTimeToLive { lease, keys }, budget).await
+    }
+
+    /// etcd LeaseLeases: every lease ID.
+    pub async fn leases(&self, budget: Duration) -> Result<Vec<LeaseId>, Unavailable> {
+        match self.call(ClientRequest::LeaseLeases, budget).await? {
+            ClientReply::Leases(ids) => Ok(ids),
+            other => unreachable!("a lease list is answered by a lease list, got {other:?}"),
         }
     }
 

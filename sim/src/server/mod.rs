@@ -22,7 +22,7 @@ use crate::raft::{
 };
 use crate::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
 use crate::recorder::Recorder;
-use crate::rpc::{ClientReply, ClientRequest, WatchBatch};
+use crate::rpc::{ClientReply, ClientRequest, WatchBatch, WatchOptions};
 use crate::scenario::Bugs;
 use crate::store::{
     Command, CommandResponse, DeleteRangeRequest, EventKind, KeyRange, LeaseId, Revision, RevokeReason,
@@ -225,7 +225,12 @@ impl Server {
                 ClientReply::Range(lock(&self.applied).store.range(&request))
             }
             ClientRequest::KeepAlive { lease } => self.keep_alive(lease).await,
-            ClientRequest::Watch { range, from, wait_ms } => self.watch(range, from, wait_ms).await,
+            ClientRequest::LeaseTimeToLive { lease, keys } => self.time_to_live(lease, keys).await,
+            ClientRequest::LeaseLeases => match self.read_index().await {
+                Ok(()) => ClientReply::Leases(lock(&self.applied).store.leases().map(|lease| lease.id).collect()),
+                Err(reply) => reply,
+            },
+            ClientRequest::Watch { range, from, wait_ms, options } => self.watch(range, from, wait_ms, options).await,
             ClientRequest::Lock { name, lease } => self.lock_service(&name, lease).await,
             ClientRequest::Unlock { key } => {
                 self.write(Command::DeleteRange(DeleteRangeRequest { range: KeyRange::Key(key), prev_kv: false })).await
@@ -289,6 +294,26 @@ impl Server {
                 Some(forward) => ClientReply::NotLeader { leader: forward.leader_id },
                 None => ClientReply::Unavailable { reason: error.to_string() },
             },
+        }
+    }
+
+    /// etcd LeaseTimeToLive, answered by the leader: its lessor knows the deadline.
+    async fn time_to_live(&self, id: LeaseId, keys: bool) -> ClientReply {
+        if let Err(reply) = self.read_index().await {
+            return reply;
+        }
+        let remaining = lock(&self.lessor).remaining_ms(id, self.clock.now());
+        let applied = lock(&self.applied);
+        match (applied.store.lease(id), remaining) {
+            (Some(lease), Some(remaining_ms)) => ClientReply::LeaseTtl {
+                lease: id,
+                granted_ttl_ms: lease.ttl_ms,
+                remaining_ms,
+                keys: if keys { lease.keys.iter().cloned().collect() } else { Vec::new() },
+            },
+            // Known to the store but not to a lessor that just became primary: ask again.
+            (Some(_), None) => ClientReply::Unavailable { reason: format!("lease {id} not tracked yet") },
+            (None, _) => ClientReply::LeaseNotFound,
         }
     }
 
@@ -363,7 +388,11 @@ impl Server {
 
     /// Long-poll for events in `range` from revision `from`, served from this server's applied
     /// state (any member can serve a watch, as in etcd).
-    async fn watch(&self, range: KeyRange, from: Revision, wait_ms: u64) -> ClientReply {
+    ///
+    /// A long-poll answered with no events is etcd's progress notification: the watcher may
+    /// resume after `header_revision`. Cancelling is the client not polling again: nothing is
+    /// kept on the server between polls.
+    async fn watch(&self, range: KeyRange, from: Revision, wait_ms: u64, options: WatchOptions) -> ClientReply {
         let deadline = self.clock.now().plus_ms(wait_ms);
         loop {
             let notified = self.applied_notify.notified();
@@ -371,12 +400,16 @@ impl Server {
             notified.as_mut().enable();
             let header_revision = {
                 let applied = lock(&self.applied);
-                let events = applied.store.events(&range, from, false).map(|mut events| {
+                let events = applied.store.events(&range, from, options.prev_kv).map(|mut events| {
                     // The bug (etcd issues 18089, 19179; docs/cases/05): a watch from exactly
                     // the compact revision loses that revision's events.
                     if self.bugs.watch_skip_at_compaction && from == applied.store.compact_revision() {
                         events.retain(|event| event.kv.mod_revision != from);
                     }
+                    events.retain(|event| match event.kind {
+                        EventKind::Put => !options.no_put,
+                        EventKind::Delete => !options.no_delete,
+                    });
                     events
                 });
                 match events {

@@ -1,0 +1,64 @@
+//! etcd's lease and watch APIs over the wire: TimeToLive with keys, Leases, watch options.
+
+use std::time::Duration;
+
+use coordsim_sim::client::Client;
+use coordsim_sim::rpc::{ClientReply, WatchOptions};
+use coordsim_sim::store::{Command, CommandResponse, DeleteRangeRequest, EventKind, KeyRange, PutRequest};
+use coordsim_sim::testbed;
+
+const BUDGET: Duration = Duration::from_secs(3);
+
+fn put(key: &str, value: &str, lease: i64) -> Command {
+    Command::Put(PutRequest { key: key.into(), value: value.into(), lease, prev_kv: false, ignore_lease: false })
+}
+
+#[test]
+fn time_to_live_counts_down_and_lists_the_keys() {
+    let script = |client: Client, _| async move {
+        let CommandResponse::LeaseGrant { id, .. } =
+            client.write(Command::LeaseGrant { id: 0, ttl_ms: 5000 }, BUDGET).await.unwrap()
+        else {
+            panic!("grant")
+        };
+        client.write(put("/a", "1", id), BUDGET).await.unwrap();
+        client.write(put("/b", "2", id), BUDGET).await.unwrap();
+        madsim::time::sleep(Duration::from_secs(2)).await;
+        let ClientReply::LeaseTtl { granted_ttl_ms, remaining_ms, keys, .. } =
+            client.time_to_live(id, true, BUDGET).await.unwrap()
+        else {
+            panic!("no ttl")
+        };
+        assert_eq!(granted_ttl_ms, 5000);
+        assert!((2500..=3100).contains(&remaining_ms), "about 3 s left after 2 s: {remaining_ms}");
+        assert_eq!(keys, vec!["/a".to_string(), "/b".to_string()]);
+        let listed = client.leases(BUDGET).await.unwrap();
+        madsim::time::sleep(Duration::from_secs(4)).await;
+        let gone = client.time_to_live(id, false, BUDGET).await.unwrap();
+        (listed == vec![id], matches!(gone, ClientReply::LeaseNotFound))
+    };
+    assert_eq!(testbed::run(1, 3, vec![testbed::script(script)], Duration::from_secs(30)), vec![(true, true)]);
+}
+
+#[test]
+fn watch_options_filter_events_and_attach_previous_values() {
+    let script = |client: Client, _| async move {
+        let CommandResponse::Put(first) = client.write(put("/w", "1", 0), BUDGET).await.unwrap() else { panic!() };
+        client.write(put("/w", "2", 0), BUDGET).await.unwrap();
+        let delete = DeleteRangeRequest { range: KeyRange::Key("/w".into()), prev_kv: false };
+        client.write(Command::DeleteRange(delete), BUDGET).await.unwrap();
+        let from = first.header.revision;
+        let wait = Duration::from_millis(200);
+        let only_deletes = WatchOptions { no_put: true, ..WatchOptions::default() };
+        let batch = client.watch_with(KeyRange::Key("/w".into()), from, wait, only_deletes).await.unwrap().unwrap();
+        let kinds: Vec<EventKind> = batch.events.iter().map(|e| e.kind).collect();
+        let with_prev = WatchOptions { prev_kv: true, no_delete: true, ..WatchOptions::default() };
+        let batch = client.watch_with(KeyRange::Key("/w".into()), from, wait, with_prev).await.unwrap().unwrap();
+        let prevs: Vec<Option<String>> =
+            batch.events.iter().map(|e| e.prev_kv.as_ref().map(|kv| kv.value.clone())).collect();
+        (kinds, prevs)
+    };
+    let results = testbed::run(2, 3, vec![testbed::script(script)], Duration::from_secs(30));
+    assert_eq!(results[0].0, vec![EventKind::Delete]);
+    assert_eq!(results[0].1, vec![None, Some("1".to_string())], "puts only, each with the value before it");
+}
