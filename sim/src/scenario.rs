@@ -327,6 +327,9 @@ pub enum ReplyKind {
     Write,
     /// Replies to keepalives.
     KeepAlive,
+    /// Replies to the writes that queue a lock entry: ZooKeeper creates, and etcd transactions
+    /// (the etcd lock recipes' create). The rest of the client's writes get through.
+    Create,
     /// Every reply from the cluster.
     All,
 }

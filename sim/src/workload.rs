@@ -97,7 +97,7 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             if !plan.reentrant {
                 for _ in 0..plan.nested {
                     if let Ok((inner, inner_token)) = acquire(&plan, &client, zk.as_ref(), &session, &recorder).await {
-                        release(&plan, &client, zk.as_ref(), &recorder, (&inner, inner_token, session.lease)).await;
+                        release(&plan, &client, zk.as_ref(), &recorder, &session, (&inner, inner_token)).await;
                     }
                 }
             }
@@ -105,11 +105,11 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             match end {
                 HoldEnd::Release => {
                     belief(&recorder, &plan, token, Phase::End, Some("unlocked"));
-                    release(&plan, &client, zk.as_ref(), &recorder, (&key, token, session.lease)).await;
+                    release(&plan, &client, zk.as_ref(), &recorder, &session, (&key, token)).await;
                 }
                 HoldEnd::Rejected => {
                     belief(&recorder, &plan, token, Phase::End, Some("write rejected: a newer holder exists"));
-                    release(&plan, &client, zk.as_ref(), &recorder, (&key, token, session.lease)).await;
+                    release(&plan, &client, zk.as_ref(), &recorder, &session, (&key, token)).await;
                 }
                 HoldEnd::SessionEnded => {
                     let reason = session.ended().map(|end| end.to_string());
@@ -168,8 +168,10 @@ async fn release(
     client: &Client,
     zk: Option<&ZkClient>,
     recorder: &Recorder,
-    (key, token, lease): (&str, i64, crate::store::LeaseId),
+    session: &Session,
+    (key, token): (&str, i64),
 ) {
+    let lease = session.lease;
     let budget = Duration::from_millis(plan.ttl_ms);
     match plan.recipe {
         Recipe::EtcdMutex | Recipe::EtcdSemaphore => {
@@ -183,7 +185,7 @@ async fn release(
         }
         Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection => {
             let zk = zk.expect("a ZooKeeper recipe has a ZooKeeper client");
-            unlock_zk(zk, recorder, &plan.name, &plan.lock_name, key).await
+            unlock_zk(zk, session, recorder, &plan.name, &plan.lock_name, key).await
         }
     }
 }

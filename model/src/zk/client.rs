@@ -64,6 +64,13 @@ pub fn send(state: &mut State, index: usize, reply: Reply) {
             }
             ZkLockInput::Exists { stat, zxid: state.store.revision() }
         }
+        ZkLockStep::Delete { path } => {
+            let op = ZkOp::Delete { path, version: -1 };
+            let session = state.clients[index].session;
+            // Gone already (the session ended) is as good as deleted.
+            let _ = state.store.apply(&Command::Zk(ZkWrite { session, ops: vec![op] }));
+            ZkLockInput::Deleted
+        }
         other => panic!("{other:?} is not a request"),
     };
     let step = recipe.step(input);
@@ -135,7 +142,7 @@ fn end(state: &mut State, index: usize, why: End) {
 fn follow(state: &mut State, index: usize, recipe: ZkLock, step: ZkLockStep) {
     let recipe = Hashed::new(recipe);
     state.clients[index].phase = match step {
-        ZkLockStep::Create { .. } | ZkLockStep::List { .. } | ZkLockStep::Exists { .. } => {
+        ZkLockStep::Create { .. } | ZkLockStep::List { .. } | ZkLockStep::Exists { .. } | ZkLockStep::Delete { .. } => {
             Phase::Requesting { recipe, next: Hashed::new(step) }
         }
         ZkLockStep::Wait { .. } => {

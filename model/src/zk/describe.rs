@@ -69,6 +69,7 @@ fn send(before: &State, after: &State, i: usize) -> String {
             let about = if recipe.node().is_some() { "" } else { " (our tag)" };
             format!("exists({path}, watch){about} → {answer}{bug} → {}", next(after, i))
         }
+        ZkLockStep::Delete { path } => format!("delete {path} (an orphan of ours) → {}", next(after, i)),
         other => format!("{other:?}"),
     }
 }
@@ -81,6 +82,7 @@ fn next(after: &State, i: usize) -> String {
             ZkLockStep::Create { .. } => "create again".to_string(),
             ZkLockStep::List { .. } => "list the children".to_string(),
             ZkLockStep::Exists { path } => format!("exists {path}"),
+            ZkLockStep::Delete { path } => format!("delete our orphan {path}"),
             other => format!("{other:?}"),
         },
         Phase::Waiting { wait, notified, .. } => {

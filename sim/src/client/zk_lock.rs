@@ -37,7 +37,7 @@ pub async fn lock_zk(
             // Our node may exist: remove it so that it does not block the queue until the session
             // ends (Curator deletes its node when an acquire fails).
             if let Some(path) = ours {
-                let _ = zk.delete(path, ANY_VERSION).await;
+                let _ = guaranteed_delete(zk, session, path).await;
             }
         }
         Err((error, _)) => recorder.fail(node, op, error.to_string()),
@@ -81,6 +81,10 @@ async fn acquire(
             },
             ZkLockStep::Exists { path } => match zk.exists(&path, budget).await {
                 Ok((stat, zxid)) => recipe.step(ZkLockInput::Exists { stat, zxid }),
+                Err(error) => return fail(call_error(error)),
+            },
+            ZkLockStep::Delete { path } => match guaranteed_delete(zk, session, &path).await {
+                Ok(()) => recipe.step(ZkLockInput::Deleted),
                 Err(error) => return fail(call_error(error)),
             },
             ZkLockStep::Wait { path, kind, after } => match wait(zk, session, &path, kind, after).await {
@@ -165,11 +169,32 @@ pub async fn zk_leader(zk: &ZkClient, path: &str, budget: Duration) -> Result<Op
 }
 
 /// Releases the lock by deleting our node. Records one `unlock` operation.
-pub async fn unlock_zk(zk: &ZkClient, recorder: &Recorder, node: &str, name: &str, path: &str) {
+///
+/// The delete is *guaranteed* (Curator's `delete().guaranteed()`): after a connection loss it is
+/// sent again until it succeeds, finds the node already gone, or the session ends. A node left
+/// behind by a lost delete would sit at the head of the queue, owned by a live session, and
+/// block every waiter, its own client's next attempt included.
+pub async fn unlock_zk(zk: &ZkClient, session: &Session, recorder: &Recorder, node: &str, name: &str, path: &str) {
     let op = recorder.invoke(node, Call::Unlock { name: name.to_string(), key: path.to_string() });
-    match zk.delete(path, ANY_VERSION).await {
+    match guaranteed_delete(zk, session, path).await {
         Ok(()) => recorder.ok(node, op, Return::Unlocked),
         Err(ZkCallError::Zk(error)) => recorder.fail(node, op, error.to_string()),
         Err(ZkCallError::ConnectionLoss(reason)) => recorder.info(node, op, reason),
+    }
+}
+
+/// Deletes `path`, again after each connection loss, until done or the session ends (then the
+/// session's end deletes the ephemeral node anyway). A node already gone counts as deleted: an
+/// earlier attempt whose reply was lost may have deleted it.
+async fn guaranteed_delete(zk: &ZkClient, session: &Session, path: &str) -> Result<(), ZkCallError> {
+    loop {
+        match zk.delete(path, ANY_VERSION).await {
+            Ok(()) | Err(ZkCallError::Zk(ZkError::NoNode(_))) => return Ok(()),
+            Err(ZkCallError::ConnectionLoss(reason)) if session.ended().is_some() => {
+                return Err(ZkCallError::ConnectionLoss(reason));
+            }
+            Err(ZkCallError::ConnectionLoss(_)) => zk.client().clock().sleep(Duration::from_millis(20)).await,
+            Err(error) => return Err(error),
+        }
     }
 }

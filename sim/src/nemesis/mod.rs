@@ -405,6 +405,13 @@ fn drops(kind: ReplyKind, reply: &ClientReply) -> bool {
         ReplyKind::All => true,
         ReplyKind::Write => matches!(reply, ClientReply::Write(_) | ClientReply::Zk(crate::rpc::ZkReply::Write { .. })),
         ReplyKind::KeepAlive => matches!(reply, ClientReply::KeptAlive { .. } | ClientReply::LeaseNotFound),
+        ReplyKind::Create => match reply {
+            ClientReply::Write(crate::store::CommandResponse::Txn(_)) => true,
+            ClientReply::Zk(crate::rpc::ZkReply::Write { result: Ok(results), .. }) => {
+                results.iter().any(|result| matches!(result, crate::zk::ZkOpResult::Created { .. }))
+            }
+            _ => false,
+        },
     }
 }
 
@@ -413,6 +420,7 @@ fn reply_name(kind: ReplyKind) -> &'static str {
         ReplyKind::All => "all",
         ReplyKind::Write => "write",
         ReplyKind::KeepAlive => "keepalive",
+        ReplyKind::Create => "create",
     }
 }
 

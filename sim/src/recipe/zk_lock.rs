@@ -13,6 +13,11 @@
 //!    Herd lock: every waiter sets a child watch on the lock node and wakes on every change to
 //!    the children (docs/cases/10: the herd effect).
 //!
+//! With the tag, every listing also looks for *other* nodes carrying our tag: a create whose
+//! reply was lost and that the recovery listing did not see yet (it was served by a server
+//! behind the leader) left one behind. Such an orphan of ours is deleted before anything else:
+//! it would block the queue, our own place included, for as long as our session lives.
+//!
 //! Unlocking deletes our node; the session's expiry deletes it too.
 //!
 //! Two bug switches live here, each a plain branch: `no_unique_tag_in_sequential_create`
@@ -64,6 +69,10 @@ pub enum ZkLockStep {
     Exists {
         path: String,
     },
+    /// Delete `path`, an orphan of ours (until it is gone); feed back [`ZkLockInput::Deleted`].
+    Delete {
+        path: String,
+    },
     /// Wait until the watch on `path` of `kind`, set at zxid `after`, fires; feed back
     /// [`ZkLockInput::Fired`] (a wakeup).
     Wait {
@@ -86,6 +95,7 @@ pub enum ZkLockInput {
     Children { names: Vec<String>, zxid: Revision },
     Exists { stat: Option<Stat>, zxid: Revision },
     Fired,
+    Deleted,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -106,6 +116,7 @@ enum State {
     Adopting,
     Listing,
     CheckingPredecessor,
+    DeletingOrphan,
     Waiting,
     Done,
 }
@@ -192,12 +203,14 @@ impl ZkLock {
                 }
             }
             (State::Waiting, ZkLockInput::Fired) => self.list(),
+            (State::DeletingOrphan, ZkLockInput::Deleted) => self.list(),
             (State::Creating, _) => self.fail("creating"),
             (State::Recovering, _) => self.fail("recovering"),
             (State::Adopting, _) => self.fail("adopting"),
             (State::Listing, _) => self.fail("listing"),
             (State::CheckingPredecessor, _) => self.fail("checking the predecessor"),
             (State::Waiting, _) => self.fail("waiting"),
+            (State::DeletingOrphan, _) => self.fail("deleting an orphan"),
             (State::Done, _) => self.fail("done"),
         }
     }
@@ -226,6 +239,12 @@ impl ZkLock {
             self.state = State::Done;
             return ZkLockStep::Failed(ZkLockError::NodeGone(path));
         };
+        if self.config.unique_tag
+            && let Some(orphan) = queue.iter().find(|name| name.starts_with(&self.name_prefix) && name.as_str() != ours)
+        {
+            self.state = State::DeletingOrphan;
+            return ZkLockStep::Delete { path: format!("{}/{orphan}", self.lock) };
+        }
         if position == 0 {
             self.state = State::Done;
             return ZkLockStep::Acquired { path, token: czxid };
@@ -390,6 +409,26 @@ mod tests {
                 (_, other) => panic!("unique_tag={unique_tag}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn an_orphan_of_ours_is_deleted_before_anything_else() {
+        let (mut store, s) = setup(1);
+        let (mut lock, step) = ZkLock::lock("/l", "c0", ZkLockConfig::QUEUE);
+        let ZkLockStep::Create { prefix } = step else { panic!() };
+        // The first create was applied but the recovery listing missed it (a stale server):
+        // the client created a second node.
+        let op = ZkOp::Create { path: prefix.clone(), data: String::new(), mode: CreateMode::EphemeralSequential };
+        let Some(ZkOpResult::Created { path: orphan, .. }) = write(&mut store, s[0], op.clone()).pop() else {
+            panic!()
+        };
+        let Some(ZkOpResult::Created { path, stat }) = write(&mut store, s[0], op).pop() else { panic!() };
+        let step = lock.step(ZkLockInput::Created { path, czxid: stat.czxid });
+        let step = drive(&mut store, s[0], &mut lock, step);
+        assert_eq!(step, ZkLockStep::Delete { path: orphan.clone() });
+        delete(&mut store, &orphan);
+        let step = lock.step(ZkLockInput::Deleted);
+        assert!(matches!(drive(&mut store, s[0], &mut lock, step), ZkLockStep::Acquired { .. }));
     }
 
     #[test]
