@@ -1,5 +1,7 @@
 //! The scenario library, embedded in the binary so that `coordsim run <name>` works from any
 //! directory. The files live in `scenarios/library/`; a test keeps this list and the folder equal.
+//! The swarm scenarios of the bug switches (`swarm-*.toml`) are embedded by `build.rs` without a
+//! list: [`all`] yields the listed ones first, then those.
 
 /// (name, TOML text) of every library scenario, in listing order.
 pub const LIBRARY: &[(&str, &str)] = &[
@@ -29,9 +31,16 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 
+include!(concat!(env!("OUT_DIR"), "/swarm.rs"));
+
+/// (name, TOML text) of every library scenario: [`LIBRARY`], then the swarm scenarios.
+pub fn all() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    LIBRARY.iter().chain(SWARM.iter())
+}
+
 /// The TOML text of the library scenario `name`.
 pub fn get(name: &str) -> Option<&'static str> {
-    LIBRARY.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+    all().find(|(n, _)| *n == name).map(|(_, text)| *text)
 }
 
 /// Where a library scenario's file lives in the repository (for error messages and `list`).
