@@ -94,6 +94,21 @@ enum Command {
         #[arg(long, default_value = "target/coordsim/bug-sweep")]
         out: PathBuf,
     },
+    /// Shrink a failing seed to a minimal reproduction: its drawn fault plan becomes a fixed
+    /// timeline, then faults, their lengths, clients, writes and the run's length are cut while
+    /// the same property still fails. Writes <out>/minimal.toml and its report.
+    Shrink {
+        /// A library name or a path to a scenario file.
+        scenario: String,
+        #[arg(long)]
+        seed: u64,
+        /// The property that must keep failing (default: the first that fails).
+        #[arg(long)]
+        property: Option<String>,
+        /// Output folder (default: target/coordsim/shrink/<scenario>-seed-<N>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Combine the detection.json files of shards of one `coordsim sweep`, or the sweep.json
     /// files of shards of one `coordsim run`, into one file.
     Merge {
@@ -175,6 +190,9 @@ pub fn main(cli: Cli) -> ExitCode {
             crate::bug_sweep::run(&request)
         }
         Command::Merge { inputs, out } => crate::bug_sweep::merge(&inputs, &out),
+        Command::Shrink { scenario, seed, property, out } => {
+            crate::shrink::run(&crate::shrink::Request { scenario, seed, property, out })
+        }
         Command::Report { paths } => report_cmd::report(&paths),
         Command::Check { history, format, model, timeout } => check::run(&history, format, model, timeout),
         Command::Bench { scenario, seeds: (first, last) } => bench(&scenario, first, last),

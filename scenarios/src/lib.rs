@@ -9,5 +9,6 @@ pub mod load;
 pub mod model_cmd;
 pub mod output;
 pub mod report_cmd;
+pub mod shrink;
 pub mod sweep;
 pub mod switches;

@@ -7,6 +7,7 @@
 pub const LIBRARY: &[(&str, &str)] = &[
     ("split-brain-gc-pause", include_str!("../library/split-brain-gc-pause.toml")),
     ("split-brain-gc-pause-fenced", include_str!("../library/split-brain-gc-pause-fenced.toml")),
+    ("split-brain-chaos", include_str!("../library/split-brain-chaos.toml")),
     ("slow-client-clock", include_str!("../library/slow-client-clock.toml")),
     ("slow-client-clock-safe-margin", include_str!("../library/slow-client-clock-safe-margin.toml")),
     ("late-client-deadline", include_str!("../library/late-client-deadline.toml")),

@@ -214,3 +214,43 @@ fn explain_prints_the_teaching_text_and_each_property_with_its_expectation() {
     assert!(text(&out.stdout).contains("cargo coordsim sweep --bugs ttl_reset_on_leader_change"));
     assert_bad_input(&coordsim(&["explain", "no-such-scenario"]), &["unknown scenario \"no-such-scenario\""]);
 }
+
+/// issue 8, "must show": shrinking a failing seed of the split-brain chaos scenario ends with one
+/// pause and two clients, and the written minimal file reproduces the violation by itself.
+#[test]
+fn shrinking_the_split_brain_seed_leaves_one_pause_and_two_clients_and_still_fails() {
+    let dir = scratch("shrink");
+    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "53", "--out", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let path = dir.join("minimal.toml");
+    let minimal = coordsim::load::parse("minimal.toml", &std::fs::read_to_string(&path).unwrap()).unwrap();
+    let original = coordsim::load::resolve("split-brain-chaos").unwrap().scenario;
+    assert!(coordsim_sim::nemesis::plan::plan(&original, 53).len() > 5, "the drawn plan had many faults");
+    assert_eq!(minimal.nemesis.len(), 1, "{:?}", minimal.nemesis);
+    assert_eq!(minimal.nemesis[0].kind, coordsim_sim::scenario::FaultKindSpec::Pause);
+    assert_eq!(minimal.clients.count, 2);
+    assert!(minimal.chaos.is_none(), "a fixed timeline");
+    assert!(minimal.duration < original.duration);
+    for file in ["report.html", "history.json", "summary.json"] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    // The written file, run as a user would, fails mutual exclusion again (and expects to).
+    let rerun = dir.join("rerun");
+    let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "53", "--out", rerun.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let summary = std::fs::read_to_string(rerun.join("split-brain-chaos-seed-53-min/seed-53/summary.json")).unwrap();
+    let summary = coordsim_reports::RunSummary::from_json(&summary).unwrap();
+    assert_eq!(summary.verdict("mutual_exclusion"), Some(coordsim_checker::verdict::Verdict::Fail));
+}
+
+#[test]
+fn shrink_rejects_a_seed_without_a_failure() {
+    // split-brain-chaos seed 1 fails nothing (README): nothing to shrink.
+    let dir = scratch("shrink-none");
+    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "1", "--out", dir.to_str().unwrap()]);
+    assert_bad_input(&out, &["no property fails in split-brain-chaos seed 1"]);
+    assert_bad_input(
+        &coordsim(&["shrink", "split-brain-chaos", "--seed", "1", "--property", "nope"]),
+        &["unknown property \"nope\""],
+    );
+}
