@@ -261,3 +261,31 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<ExitCode, InputError> {
     // Like the commands that wrote the inputs: 1 when a run was not clean / not as expected.
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep_with_off(off: SeedOutcome) -> DetectionSweep {
+        let on = [(1, SeedOutcome::Judged(vec!["watch".into()]), "on 1".to_string())];
+        let off = [(1, off, "cargo coordsim run swarm-x --seed 1".to_string())];
+        let switch = SwitchDetection::from_runs("x", "swarm-x", "lib", &on, &off, &[1]);
+        DetectionSweep::new("x", SeedRange { first: 1, last: 1 }, None, vec![switch])
+    }
+
+    /// The command exits 1 when a switch-off run failed a property or crashed, 0 when all were clean.
+    #[test]
+    fn a_switch_off_violation_or_crash_exits_1() {
+        let code = |sweep: &DetectionSweep| format!("{:?}", exit_code(sweep));
+        let clean = sweep_with_off(SeedOutcome::Judged(vec![]));
+        assert!(clean.clean);
+        assert_eq!(code(&clean), format!("{:?}", ExitCode::SUCCESS));
+        for off in [SeedOutcome::Judged(vec!["linearizable".into()]), SeedOutcome::Crashed("boom".into())] {
+            let dirty = sweep_with_off(off);
+            assert!(!dirty.clean);
+            assert_eq!(dirty.switches[0].off.violations, 1);
+            assert_eq!(code(&dirty), format!("{:?}", ExitCode::from(1)));
+            assert!(table(&dirty).last().unwrap().contains("SWITCH-OFF VIOLATIONS"));
+        }
+    }
+}
