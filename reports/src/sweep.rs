@@ -9,6 +9,7 @@
 use coordsim_checker::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 
+use crate::detection::Shards;
 use crate::summary::RunSummary;
 
 /// Schema identifier of `sweep.json`; bump on any incompatible change.
@@ -24,6 +25,10 @@ pub struct SweepSummary {
     pub totals: Totals,
     /// True when every run of every scenario was as expected.
     pub as_expected: bool,
+    /// Present when the runs are only some shards of the seeds (`coordsim run --shard K/N`);
+    /// `scenarios[].seeds` is then the whole range. [`merge`] combines shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Shards>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,11 +170,18 @@ pub enum RunRecord<'a> {
 pub struct SweepBuilder {
     command: String,
     scenarios: Vec<ScenarioSweep>,
+    shards: Option<Shards>,
 }
 
 impl SweepBuilder {
     pub fn new(command: impl Into<String>) -> Self {
-        SweepBuilder { command: command.into(), scenarios: Vec::new() }
+        SweepBuilder { command: command.into(), scenarios: Vec::new(), shards: None }
+    }
+
+    /// The runs will be these shards of the seeds (`command` names them).
+    pub fn with_shards(mut self, shards: Option<Shards>) -> Self {
+        self.shards = shards;
+        self
     }
 
     /// Starts a scenario; the runs added next belong to it.
@@ -225,8 +237,124 @@ impl SweepBuilder {
             as_expected: totals.not_as_expected == 0,
             totals,
             scenarios: self.scenarios,
+            shards: self.shards,
         }
     }
+}
+
+/// Combines `sweep.json` files of shards of one `coordsim run` (same scenarios, same seeds, same
+/// shard count, no shard twice) into one; all N shards give the file of the unsharded run. The
+/// command, sources and output folders are the first file's, without its `--shard`.
+pub fn merge(parts: &[SweepSummary]) -> Result<SweepSummary, String> {
+    let first = parts.first().ok_or("nothing to merge")?;
+    let count = first.shards.as_ref().map_or(1, |s| s.count);
+    let mut indices: Vec<u64> = Vec::new();
+    let key = |s: &SweepSummary| s.scenarios.iter().map(|c| (c.scenario.clone(), c.seeds.clone())).collect::<Vec<_>>();
+    for (i, part) in parts.iter().enumerate() {
+        let which = format!("input {}", i + 1);
+        if key(part) != key(first) {
+            return Err(format!(
+                "{which} runs other scenarios or seeds than input 1: {:?} vs {:?}",
+                key(part),
+                key(first)
+            ));
+        }
+        let part_count = part.shards.as_ref().map_or(1, |s| s.count);
+        if part_count != count {
+            return Err(format!("{which} is cut into {part_count} shards, input 1 into {count}"));
+        }
+        for k in part.shards.as_ref().map_or_else(|| (1..=count).collect(), |s| s.indices.clone()) {
+            if indices.contains(&k) {
+                return Err(format!("{which}: shard {k}/{count} is already in an earlier input"));
+            }
+            indices.push(k);
+        }
+    }
+    indices.sort_unstable();
+    let mut scenarios = first.scenarios.clone();
+    for part in &parts[1..] {
+        for (merged, other) in scenarios.iter_mut().zip(&part.scenarios) {
+            merge_scenario(merged, other)?;
+        }
+    }
+    for scenario in &mut scenarios {
+        scenario.failures.sort_by_key(|f| f.seed);
+        scenario.runs.sort_by_key(|r| r.seed);
+        let completed = scenario.totals.runs - scenario.totals.crashed;
+        for tally in &mut scenario.properties {
+            if let Some(detection) = &mut tally.detection {
+                detection.runs = completed;
+                detection.rate = rate(detection.detected, detection.runs);
+            }
+        }
+    }
+    let mut totals = Totals::default();
+    for scenario in &scenarios {
+        totals.runs += scenario.totals.runs;
+        totals.as_expected += scenario.totals.as_expected;
+        totals.not_as_expected += scenario.totals.not_as_expected;
+        totals.crashed += scenario.totals.crashed;
+    }
+    let shards = Shards { count, indices };
+    let complete = shards.indices.len() as u64 == shards.count;
+    let unsharded = match &first.shards {
+        Some(s) if s.indices.len() == 1 => first.command.replace(&format!(" --shard {}/{}", s.indices[0], s.count), ""),
+        _ => first.command.clone(),
+    };
+    let command = if complete {
+        unsharded
+    } else {
+        let each: Vec<String> = shards.indices.iter().map(|k| format!("{unsharded} --shard {k}/{count}")).collect();
+        each.join(" ; ")
+    };
+    Ok(SweepSummary {
+        schema: SWEEP_SCHEMA.to_string(),
+        command,
+        as_expected: totals.not_as_expected == 0,
+        totals,
+        scenarios,
+        shards: (!complete).then_some(shards),
+    })
+}
+
+fn merge_scenario(merged: &mut ScenarioSweep, other: &ScenarioSweep) -> Result<(), String> {
+    merged.totals.runs += other.totals.runs;
+    merged.totals.as_expected += other.totals.as_expected;
+    merged.totals.not_as_expected += other.totals.not_as_expected;
+    merged.totals.crashed += other.totals.crashed;
+    for tally in &other.properties {
+        let Some(mine) = merged.properties.iter_mut().find(|p| p.property == tally.property) else {
+            merged.properties.push(tally.clone());
+            continue;
+        };
+        if mine.expected != tally.expected {
+            return Err(format!(
+                "{}: {} is expected to {} in one input and to {} in another",
+                merged.scenario, tally.property, mine.expected, tally.expected
+            ));
+        }
+        mine.pass += tally.pass;
+        mine.fail += tally.fail;
+        mine.unknown += tally.unknown;
+        match (&mut mine.detection, &tally.detection) {
+            (Some(mine), Some(theirs)) => {
+                mine.detected += theirs.detected;
+                let earlier = match (&mine.first, &theirs.first) {
+                    (Some(a), Some(b)) => b.seed < a.seed,
+                    (None, Some(_)) => true,
+                    _ => false,
+                };
+                if earlier {
+                    mine.first = theirs.first.clone();
+                }
+            }
+            (None, Some(theirs)) => mine.detection = Some(theirs.clone()),
+            _ => {}
+        }
+    }
+    merged.failures.extend(other.failures.iter().cloned());
+    merged.runs.extend(other.runs.iter().cloned());
+    Ok(())
 }
 
 fn add_done(sweep: &mut ScenarioSweep, summary: &RunSummary, report: Option<String>) {

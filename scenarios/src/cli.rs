@@ -14,6 +14,7 @@ use crate::library;
 use crate::load::{self, InputError, Loaded};
 use crate::report_cmd;
 use crate::sweep::{self, SeedResult};
+use coordsim_reports::detection::{SeedRange, Shards};
 
 /// Largest number of seeds one `run` accepts.
 const SEEDS_MAX: u64 = 1_000_000;
@@ -31,8 +32,14 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// List the scenario library.
+    /// List the scenario library: name, one line, expected verdicts.
     List,
+    /// Explain a scenario: its teaching text, set-up, faults, and the verdict it expects of each
+    /// property (and which properties its workload exercises).
+    Explain {
+        /// A library name or a path to a scenario file.
+        scenario: String,
+    },
     /// Run scenarios under the simulator, check every seed, compare with the expected verdicts.
     Run {
         /// Library names or paths to scenario files; `all` runs the whole library.
@@ -59,6 +66,56 @@ enum Command {
         /// paste into a scenario file, and run nothing.
         #[arg(long)]
         show_plan: bool,
+        /// Turn bug switches on (comma-separated names from `[bugs]`, or `all`) in every
+        /// scenario, whatever its `[bugs]` says: how a `coordsim sweep` detection is replayed.
+        #[arg(long)]
+        bugs: Option<String>,
+        /// Run only shard K of N of the seeds (the seeds at positions K-1, K-1+N, ... of the
+        /// list); `coordsim merge` combines the shards' sweep.json files.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<Shards>,
+    },
+    /// Measure detection: for each bug switch, run its swarm scenario (swarm-<switch>) over the
+    /// seeds with the switch on (detection rate, seeds to detection, properties that caught it)
+    /// and off (must be clean). Writes <out>/detection.json. Exit 1 if a switch-off run failed.
+    Sweep {
+        /// `all` or comma-separated switch names (the fields of `[bugs]`).
+        #[arg(long, default_value = "all")]
+        bugs: String,
+        /// Seeds A..B (inclusive).
+        #[arg(long, value_parser = parse_seed_range)]
+        seeds: (u64, u64),
+        /// Run only shard K of N of the seeds; `coordsim merge` combines the shards.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<Shards>,
+        /// Seeds run in parallel (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[arg(long, default_value = "target/coordsim/bug-sweep")]
+        out: PathBuf,
+    },
+    /// Shrink a failing seed to a minimal reproduction: its drawn fault plan becomes a fixed
+    /// timeline, then faults, their lengths, clients, writes and the run's length are cut while
+    /// the same property still fails. Writes <out>/minimal.toml and its report.
+    Shrink {
+        /// A library name or a path to a scenario file.
+        scenario: String,
+        #[arg(long)]
+        seed: u64,
+        /// The property that must keep failing (default: the first that fails).
+        #[arg(long)]
+        property: Option<String>,
+        /// Output folder (default: target/coordsim/shrink/<scenario>-seed-<N>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Combine the detection.json files of shards of one `coordsim sweep`, or the sweep.json
+    /// files of shards of one `coordsim run`, into one file.
+    Merge {
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        #[arg(short = 'o', long = "out", required = true)]
+        out: PathBuf,
     },
     /// Render reports again from a run folder (report.html) or a sweep folder (junit.xml,
     /// summary.md, and report.html for each run not as expected).
@@ -106,6 +163,10 @@ fn parse_seed_range(text: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
+fn parse_shard(text: &str) -> Result<Shards, String> {
+    Shards::parse(text)
+}
+
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     coordsim_sim::scenario::Dur::parse(text).map(|d| d.0)
 }
@@ -114,10 +175,23 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 /// expected, 1 = some not, 2 = bad input.
 pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::List => Ok(list()),
-        Command::Run { scenarios, seed, seeds, out, jobs, report, show_plan } => {
-            let seeds = seed_list(seed, seeds);
-            if show_plan { show_plans(&scenarios, &seeds) } else { run(&scenarios, &seeds, &out, jobs, report) }
+        Command::List => Ok(crate::explain::list()),
+        Command::Explain { scenario } => crate::explain::explain(&scenario),
+        Command::Run { scenarios, seed, seeds, out, jobs, report, show_plan, bugs, shard } => {
+            let selection = SeedSelection::new(seed, seeds, shard);
+            if show_plan {
+                show_plans(&scenarios, &selection.seeds)
+            } else {
+                run(&scenarios, &selection, &out, jobs, report, bugs.as_deref())
+            }
+        }
+        Command::Sweep { bugs, seeds: (first, last), shard, jobs, out } => {
+            let request = crate::bug_sweep::Request { bugs, seeds: SeedRange { first, last }, shard, jobs, out };
+            crate::bug_sweep::run(&request)
+        }
+        Command::Merge { inputs, out } => crate::bug_sweep::merge(&inputs, &out),
+        Command::Shrink { scenario, seed, property, out } => {
+            crate::shrink::run(&crate::shrink::Request { scenario, seed, property, out })
         }
         Command::Report { paths } => report_cmd::report(&paths),
         Command::Check { history, format, model, timeout } => check::run(&history, format, model, timeout),
@@ -133,21 +207,11 @@ pub fn main(cli: Cli) -> ExitCode {
     }
 }
 
-fn list() -> ExitCode {
-    for (name, text) in library::LIBRARY {
-        match load::parse(&library::path_of(name), text) {
-            Ok(scenario) => crate::outln!("{name:<32} {}", scenario.summary),
-            Err(error) => crate::outln!("{name:<32} (broken: {error})"),
-        }
-    }
-    ExitCode::SUCCESS
-}
-
 fn resolve_all(args: &[String]) -> Result<Vec<Loaded>, InputError> {
     let mut loaded = Vec::new();
     for arg in args {
         if arg == "all" {
-            for (name, _) in library::LIBRARY {
+            for (name, _) in library::all() {
                 loaded.push(load::resolve(name)?);
             }
         } else {
@@ -166,11 +230,23 @@ fn resolve_all(args: &[String]) -> Result<Vec<Loaded>, InputError> {
     Ok(loaded)
 }
 
-fn seed_list(seed: Option<u64>, seeds: Option<(u64, u64)>) -> Vec<u64> {
-    match (seed, seeds) {
-        (Some(seed), _) => vec![seed],
-        (None, Some((a, b))) => (a..=b).collect(),
-        (None, None) => vec![1],
+/// The seeds a `run` covers: `--seed`, `--seeds` (default seed 1), perhaps one `--shard` of them.
+struct SeedSelection {
+    seeds: Vec<u64>,
+    /// How the user gave them (the whole range, not the shard): `7` or `1..50`.
+    described: String,
+    shards: Option<Shards>,
+}
+
+impl SeedSelection {
+    fn new(seed: Option<u64>, seeds: Option<(u64, u64)>, shards: Option<Shards>) -> SeedSelection {
+        let range = match (seed, seeds) {
+            (Some(seed), _) => SeedRange { first: seed, last: seed },
+            (None, Some((first, last))) => SeedRange { first, last },
+            (None, None) => SeedRange { first: 1, last: 1 },
+        };
+        let described = if seed.is_some() || seeds.is_none() { range.first.to_string() } else { range.to_string() };
+        SeedSelection { seeds: coordsim_reports::detection::seeds_of(range, shards.as_ref()), described, shards }
     }
 }
 
@@ -187,12 +263,28 @@ fn show_plans(args: &[String], seeds: &[u64]) -> Result<ExitCode, InputError> {
 
 fn run(
     args: &[String],
-    seeds: &[u64],
+    selection: &SeedSelection,
     out: &Path,
     jobs: Option<usize>,
     formats: report_cmd::Formats,
+    bugs: Option<&str>,
 ) -> Result<ExitCode, InputError> {
-    let loaded = resolve_all(args)?;
+    let seeds = selection.seeds.as_slice();
+    if seeds.is_empty() {
+        return Err(InputError::Usage(format!("--shard leaves no seed of {}: use fewer shards", selection.described)));
+    }
+    let mut loaded = resolve_all(args)?;
+    let mut args = args.to_vec();
+    if let Some(bugs) = bugs {
+        let switches = crate::switches::parse_list(bugs)?;
+        for scenario in &mut loaded {
+            scenario.scenario.bugs = crate::switches::turn_on(&scenario.scenario.bugs, &switches);
+            // Replay commands name the switches too.
+            scenario.arg = format!("{} --bugs {}", scenario.arg, switches.join(","));
+        }
+        args.push(format!("--bugs {}", switches.join(",")));
+    }
+    let args = args.as_slice();
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if jobs == 0 {
         return Err(InputError::Usage("--jobs must be at least 1".into()));
@@ -205,8 +297,12 @@ fn run(
     }
     let mut total = 0usize;
     let mut unexpected: Vec<String> = Vec::new();
-    let command = report_cmd::sweep_command(args, &describe_seeds(seeds), out);
-    let mut reporter = report_cmd::Reporter::new(out, formats, command, seeds.len(), seeds.len() * loaded.len());
+    let mut command = report_cmd::sweep_command(args, &selection.described, out);
+    if let Some(shards) = &selection.shards {
+        command.push_str(&format!(" --shard {}/{}", shards.indices[0], shards.count));
+    }
+    let mut reporter = report_cmd::Reporter::new(out, formats, command, seeds.len(), seeds.len() * loaded.len())
+        .with_shards(selection.shards.clone());
     for scenario in &loaded {
         reporter.println(&format!(
             "{} ({}): {}, {} job{}",
@@ -214,12 +310,21 @@ fn run(
             scenario.source,
             match seeds {
                 [one] => format!("seed {one}"),
-                _ => format!("seeds {} ({} runs)", describe_seeds(seeds), seeds.len()),
+                _ => match &selection.shards {
+                    Some(shards) => format!(
+                        "seeds {} shard {}/{} ({} runs)",
+                        selection.described,
+                        shards.indices[0],
+                        shards.count,
+                        seeds.len()
+                    ),
+                    None => format!("seeds {} ({} runs)", describe_seeds(seeds), seeds.len()),
+                },
             },
             jobs,
             if jobs == 1 { "" } else { "s" }
         ));
-        reporter.begin_scenario(scenario, &describe_seeds(seeds));
+        reporter.begin_scenario(scenario, &selection.described);
         let mut tally = Tally::default();
         let mut write_error = None;
         sweep::run_seeds(&scenario.scenario, &scenario.arg, seeds, jobs, |result| {

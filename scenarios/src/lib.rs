@@ -1,10 +1,14 @@
 //! The `coordsim` CLI and the scenario library.
 
+pub mod bug_sweep;
 pub mod check;
 pub mod cli;
+pub mod explain;
 pub mod library;
 pub mod load;
 pub mod model_cmd;
 pub mod output;
 pub mod report_cmd;
+pub mod shrink;
 pub mod sweep;
+pub mod switches;

@@ -1,10 +1,13 @@
 //! The scenario library, embedded in the binary so that `coordsim run <name>` works from any
 //! directory. The files live in `scenarios/library/`; a test keeps this list and the folder equal.
+//! The swarm scenarios of the bug switches (`swarm-*.toml`) are embedded by `build.rs` without a
+//! list: [`all`] yields the listed ones first, then those.
 
 /// (name, TOML text) of every library scenario, in listing order.
 pub const LIBRARY: &[(&str, &str)] = &[
     ("split-brain-gc-pause", include_str!("../library/split-brain-gc-pause.toml")),
     ("split-brain-gc-pause-fenced", include_str!("../library/split-brain-gc-pause-fenced.toml")),
+    ("split-brain-chaos", include_str!("../library/split-brain-chaos.toml")),
     ("slow-client-clock", include_str!("../library/slow-client-clock.toml")),
     ("slow-client-clock-safe-margin", include_str!("../library/slow-client-clock-safe-margin.toml")),
     ("late-client-deadline", include_str!("../library/late-client-deadline.toml")),
@@ -40,9 +43,16 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 
+include!(concat!(env!("OUT_DIR"), "/swarm.rs"));
+
+/// (name, TOML text) of every library scenario: [`LIBRARY`], then the swarm scenarios.
+pub fn all() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    LIBRARY.iter().chain(SWARM.iter())
+}
+
 /// The TOML text of the library scenario `name`.
 pub fn get(name: &str) -> Option<&'static str> {
-    LIBRARY.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+    all().find(|(n, _)| *n == name).map(|(_, text)| *text)
 }
 
 /// Where a library scenario's file lives in the repository (for error messages and `list`).

@@ -42,7 +42,7 @@ pub fn resolve(arg: &str) -> Result<Loaded, InputError> {
         return Ok(Loaded { scenario, arg: arg.to_string(), source: arg.to_string() });
     }
     let Some(text) = library::get(arg) else {
-        let known: Vec<&str> = library::LIBRARY.iter().map(|(name, _)| *name).collect();
+        let known: Vec<&str> = library::all().map(|(name, _)| *name).collect();
         return Err(InputError::Unknown { name: arg.to_string(), known: known.join(", ") });
     };
     let source = library::path_of(arg);
@@ -174,14 +174,14 @@ mod tests {
             .map(|name| name.trim_end_matches(".toml").to_string())
             .collect();
         files.sort();
-        let mut listed: Vec<String> = library::LIBRARY.iter().map(|(name, _)| name.to_string()).collect();
+        let mut listed: Vec<String> = library::all().map(|(name, _)| name.to_string()).collect();
         listed.sort();
         assert_eq!(files, listed);
     }
 
     #[test]
     fn library_scenarios_parse() {
-        for (name, text) in library::LIBRARY {
+        for (name, text) in library::all() {
             let scenario = parse(name, text).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(&scenario.name, name, "a library scenario is named after its file");
         }

@@ -150,6 +150,12 @@ impl Reporter {
         }
     }
 
+    /// The run covers only these shards of its seeds (recorded in sweep.json for `merge`).
+    pub fn with_shards(mut self, shards: Option<coordsim_reports::detection::Shards>) -> Self {
+        self.sweep = self.sweep.with_shards(shards);
+        self
+    }
+
     /// Prints a line to stdout without tearing the progress bar.
     pub fn println(&self, line: &str) {
         self.progress.suspend(|| crate::outln!("{line}"));

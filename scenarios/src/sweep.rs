@@ -88,17 +88,33 @@ pub fn run_seed(scenario: &Scenario, arg: &str, seed: u64) -> SeedResult {
 
 /// Runs `seeds` with up to `jobs` at once; `report` sees each result in seed-list order.
 pub fn run_seeds(scenario: &Scenario, arg: &str, seeds: &[u64], jobs: usize, mut report: impl FnMut(SeedResult)) {
+    let tasks: Vec<Task<'_>> = seeds.iter().map(|&seed| Task { scenario, arg, seed }).collect();
+    run_tasks(&tasks, jobs, |_, result| report(result));
+}
+
+/// One seed of one scenario, for [`run_tasks`].
+#[derive(Clone, Copy, Debug)]
+pub struct Task<'a> {
+    pub scenario: &'a Scenario,
+    /// How the user named the scenario (for replay commands).
+    pub arg: &'a str,
+    pub seed: u64,
+}
+
+/// Runs `tasks` (seeds of one or more scenarios) with up to `jobs` at once, each seed on a
+/// fresh thread; `report` sees each result with its index, in task-list order.
+pub fn run_tasks(tasks: &[Task<'_>], jobs: usize, mut report: impl FnMut(usize, SeedResult)) {
     let next = AtomicUsize::new(0);
     let (sender, receiver) = mpsc::channel::<(usize, SeedResult)>();
     std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1).min(seeds.len().max(1)) {
+        for _ in 0..jobs.max(1).min(tasks.len().max(1)) {
             let sender = sender.clone();
             let next = &next;
             scope.spawn(move || {
                 loop {
                     let index = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(&seed) = seeds.get(index) else { break };
-                    if sender.send((index, run_seed(scenario, arg, seed))).is_err() {
+                    let Some(task) = tasks.get(index) else { break };
+                    if sender.send((index, run_seed(task.scenario, task.arg, task.seed))).is_err() {
                         break;
                     }
                 }
@@ -111,7 +127,7 @@ pub fn run_seeds(scenario: &Scenario, arg: &str, seeds: &[u64], jobs: usize, mut
         for (index, result) in receiver {
             pending.insert(index, result);
             while let Some(result) = pending.remove(&next_to_report) {
-                report(result);
+                report(next_to_report, result);
                 next_to_report += 1;
             }
         }

@@ -108,7 +108,9 @@ fn zookeeper_election_and_semaphore_runs_are_deterministic() {
 /// Every library scenario's expectations hold on a seed (CI sweeps more seeds of each).
 #[test]
 fn every_library_scenario_is_as_expected_on_a_seed() {
-    for (name, _) in coordsim::library::LIBRARY {
+    // The swarm scenarios (written as the fixed system) run on seed 1 in library.rs, with their
+    // bug switch off and on.
+    for (name, _) in coordsim::library::all().filter(|(name, _)| !name.starts_with("swarm-")) {
         let (_, summary) = run(name, 1);
         let mismatches: Vec<_> = summary.mismatches().map(|o| (&o.report.property, o.report.verdict)).collect();
         assert!(summary.as_expected, "{name}: {mismatches:?}");

@@ -123,7 +123,7 @@ async fn write(plan: &KvPlan, client: &Client, recorder: &Recorder) {
 async fn put(client: &Client, recorder: &Recorder, node: &str, key: &str, value: String) -> Option<i64> {
     let op = recorder.invoke(node, Call::Put { key: key.to_string(), value: value.clone() });
     let request = PutRequest { key: key.to_string(), value, lease: 0, prev_kv: false, ignore_lease: false };
-    match client.write(Command::Put(request), OP_BUDGET).await {
+    match client.write_once(Command::Put(request), OP_BUDGET).await {
         Ok(CommandResponse::Put(response)) => {
             recorder.ok(node, op, Return::Put { revision: response.header.revision });
             Some(response.header.revision)
@@ -163,7 +163,7 @@ async fn get(client: &Client, recorder: &Recorder, node: &str, key: &str) -> Opt
 async fn delete(client: &Client, recorder: &Recorder, node: &str, key: &str) -> Option<i64> {
     let op = recorder.invoke(node, Call::Delete { key: key.to_string() });
     let request = DeleteRangeRequest { range: KeyRange::Key(key.to_string()), prev_kv: false };
-    match client.write(Command::DeleteRange(request), OP_BUDGET).await {
+    match client.write_once(Command::DeleteRange(request), OP_BUDGET).await {
         Ok(CommandResponse::DeleteRange(response)) => {
             let revision = response.header.revision;
             recorder.ok(node, op, Return::Deleted { count: response.deleted as u64, revision });
@@ -201,7 +201,7 @@ async fn cas(
     let put =
         TxnOp::Put(PutRequest { key: key.to_string(), value: new, lease: 0, prev_kv: false, ignore_lease: false });
     let txn = TxnRequest { compare: vec![compare], success: vec![put], failure: vec![] };
-    match client.write(Command::Txn(txn), OP_BUDGET).await {
+    match client.write_once(Command::Txn(txn), OP_BUDGET).await {
         Ok(CommandResponse::Txn(response)) => {
             let (swapped, revision) = (response.succeeded, response.header.revision);
             recorder.ok(node, op, Return::Cas { swapped, revision });

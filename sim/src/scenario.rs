@@ -367,6 +367,16 @@ pub struct Chaos {
     pub gap: DurRange,
     /// Length of each fault, drawn from this range.
     pub length: DurRange,
+    /// Whom drawn pauses, crashes and isolating partitions hit, drawn from this list: node names
+    /// or `leader`, `follower`, `server`, `client`, `any`. Empty (the default): pauses and
+    /// crashes hit a leader, a follower, a server or a client; isolation a leader, a follower or
+    /// a client. A bug that only a paused client shows is found faster with `["client"]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
+    /// Which partition shapes drawn partitions take. Empty (the default): isolate,
+    /// majority-minority, ring, bridge, clients, servers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<PartitionShape>,
 }
 
 /// A range of durations written `"1s..5s"`.

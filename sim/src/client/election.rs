@@ -21,16 +21,18 @@ pub async fn campaign(
     value: &str,
 ) -> Result<LeaderKey, LockError> {
     let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
-    // Like the Lock service, a campaign blocks on the server until it wins: no deadline of its
-    // own; the session's end aborts it.
+    // Like the Lock service, a campaign blocks on the server until it wins; the session's end
+    // aborts it, and an attempt unanswered for a long time is made again (a lost request or
+    // reply would otherwise wait for ever; the server's recipe reuses the key it made).
     let patience = Duration::from_secs(3600);
+    let attempt = super::lock::LOCK_API_ATTEMPT;
     let request = ElectionRequest::Campaign { name: name.to_string(), lease: session.lease, value: value.to_string() };
     loop {
         if let Some(end) = session.ended() {
             recorder.info(node, op, end.to_string());
             return Err(LockError::SessionEnded(end));
         }
-        let call = std::pin::pin!(client.call_with(ClientRequest::Election(request.clone()), patience, patience));
+        let call = std::pin::pin!(client.call_with(ClientRequest::Election(request.clone()), attempt, patience));
         let ended = std::pin::pin!(session.wait_end());
         let reply = match futures::future::select(call, ended).await {
             futures::future::Either::Left((reply, _)) => reply,

@@ -122,6 +122,11 @@ pub async fn unlock(client: &Client, recorder: &Recorder, node: &str, name: &str
     }
 }
 
+/// How long one Lock service request may wait for its answer before the client asks again.
+/// Long enough that a waiter paused across a grant still finds the grant's reply when it
+/// resumes (docs/cases/02 depends on it), short enough for the lock to move again after faults.
+pub const LOCK_API_ATTEMPT: Duration = Duration::from_secs(30);
+
 /// Acquires the lock `name` through the server's Lock service (etcd v3lock): the server runs
 /// the mutex recipe and answers once we hold the lock. Records one `lock` operation, like
 /// [`lock`]. A blocked call is retried (the recipe's create is idempotent for one session)
@@ -134,8 +139,12 @@ pub async fn lock_api(
     name: &str,
 ) -> Result<(String, i64), LockError> {
     let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
-    // The call blocks on the server until the lock is ours, however long the queue: no
-    // timeout of its own (like a gRPC call without a deadline); the session's end aborts it.
+    // The call blocks on the server until the lock is ours, however long the queue. A request or
+    // reply lost to a crash or a partition would leave it waiting for ever (madsim drops such
+    // messages silently; gRPC would see the connection break): ask again after a while, as a
+    // client that notices a dead connection does. Asking again is safe: for one session the
+    // server's recipe finds the key it created before and waits on the same predecessor.
+    let attempt = LOCK_API_ATTEMPT;
     let patience = Duration::from_secs(3600);
     let request = ClientRequest::Lock { name: name.to_string(), lease: session.lease };
     loop {
@@ -144,7 +153,7 @@ pub async fn lock_api(
             recorder.info(node, op, end.to_string());
             return Err(LockError::SessionEnded(end));
         }
-        let call = std::pin::pin!(client.call_with(request.clone(), patience, patience));
+        let call = std::pin::pin!(client.call_with(request.clone(), attempt, patience));
         let ended = std::pin::pin!(session.wait_end());
         let reply = match futures::future::select(call, ended).await {
             futures::future::Either::Left((reply, _)) => reply,

@@ -36,6 +36,15 @@ pub struct Unavailable {
     pub last: String,
 }
 
+/// When [`Client::call_retrying`] sends a request again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Retry {
+    /// After every failed attempt, until the budget is spent.
+    Always,
+    /// Only after a redirect: never after an attempt that may have taken effect.
+    UnlessAmbiguous,
+}
+
 /// A connection to the cluster. Cloning shares the leader guess.
 #[derive(Clone)]
 pub struct Client {
@@ -76,6 +85,16 @@ impl Client {
         attempt_timeout: Duration,
         budget: Duration,
     ) -> Result<ClientReply, Unavailable> {
+        self.call_retrying(request, attempt_timeout, budget, Retry::Always).await
+    }
+
+    async fn call_retrying(
+        &self,
+        request: ClientRequest,
+        attempt_timeout: Duration,
+        budget: Duration,
+        retry: Retry,
+    ) -> Result<ClientReply, Unavailable> {
         let deadline = self.clock.now().plus_ms(budget.as_millis() as u64);
         let mut attempts = 0;
         let mut last = String::from("no attempt");
@@ -97,16 +116,39 @@ impl Client {
                 Ok(ClientReply::Unavailable { reason }) => {
                     last = reason;
                     self.next_target(index);
+                    if retry == Retry::UnlessAmbiguous {
+                        // The leader may have appended the write before it failed: it may still
+                        // commit.
+                        return Err(Unavailable { budget_ms: budget.as_millis() as u64, attempts, last });
+                    }
                     self.clock.sleep(RETRY_BACKOFF).await;
                 }
                 Ok(reply) => return Ok(reply),
                 Err(error) => {
                     last = error.to_string();
                     self.next_target(index);
+                    if retry == Retry::UnlessAmbiguous {
+                        // The request or its reply was lost: the write may have been applied.
+                        return Err(Unavailable { budget_ms: budget.as_millis() as u64, attempts, last });
+                    }
                 }
             }
         }
         Err(Unavailable { budget_ms: budget.as_millis() as u64, attempts, last })
+    }
+
+    /// A write sent at most once to a server that may apply it: redirects from followers are
+    /// followed, but after an attempt whose outcome is unknown (no reply in time, or a leader that
+    /// failed after it may have appended the write) the write is not sent again and the error
+    /// says its outcome is unknown. Retrying there could apply it twice, and the caller would
+    /// report the second attempt's answer for the first's effect (a delete that says it deleted
+    /// nothing, a compare-and-swap that says it did not swap): etcd's client does not retry
+    /// mutations after such errors either.
+    pub async fn write_once(&self, command: Command, budget: Duration) -> Result<CommandResponse, Unavailable> {
+        match self.call_retrying(ClientRequest::Write(command), RPC_TIMEOUT, budget, Retry::UnlessAmbiguous).await? {
+            ClientReply::Write(response) => Ok(response),
+            other => unreachable!("a write is answered by a write response, got {other:?}"),
+        }
     }
 
     pub async fn write(&self, command: Command, budget: Duration) -> Result<CommandResponse, Unavailable> {

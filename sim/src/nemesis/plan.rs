@@ -401,9 +401,27 @@ fn validate_chaos(scenario: &Scenario, chaos: &Chaos) -> Result<(), ScenarioErro
     })?;
     check(!chaos.gap.min.0.is_zero(), "chaos.gap", || "the smallest gap must be above 0".into())?;
     check(!chaos.length.min.0.is_zero(), "chaos.length", || "the shortest fault must be above 0".into())?;
+    for shape in &chaos.shapes {
+        let drawable = !matches!(shape, PartitionShape::OneWay | PartitionShape::CutFromServers);
+        check(drawable, "chaos.shapes", || {
+            "one-way and cut-from-servers partitions are not drawn: use isolate, majority-minority, ring, bridge, \
+             clients or servers"
+                .into()
+        })?;
+    }
+    let nodes: Vec<String> = scenario.server_names().into_iter().chain(scenario.client_names()).collect();
+    for target in &chaos.targets {
+        check(Target::parse(target, &nodes).is_some(), "chaos.targets", || {
+            format!(
+                "unknown node {target:?} ({}; or leader, follower, server, client, any)",
+                scenario.node_names_hint()
+            )
+        })?;
+    }
     // Every drawn fault must be valid: check one of each kind against this scenario.
     for kind in &chaos.kinds {
-        let spec = chaos_fault(scenario, *kind, chaos.start.0, chaos.length.min.0, &mut SmallRng::seed_from_u64(0));
+        let spec =
+            chaos_fault(scenario, chaos, *kind, chaos.start.0, chaos.length.min.0, &mut SmallRng::seed_from_u64(0));
         typed(scenario, &spec, "chaos").map_err(|e| err("chaos.kinds", &format!("{}: {}", kind.name(), e.message)))?;
     }
     Ok(())
@@ -432,7 +450,7 @@ fn draw(scenario: &Scenario, chaos: &Chaos, seed: u64) -> Vec<ScheduledFault> {
         if length.is_zero() {
             break;
         }
-        faults.push(chaos_fault(scenario, kind, at, length, &mut rng));
+        faults.push(chaos_fault(scenario, chaos, kind, at, length, &mut rng));
     }
     faults
 }
@@ -447,6 +465,7 @@ fn between(rng: &mut SmallRng, range: DurRange) -> Duration {
 /// stopping the run for good.
 fn chaos_fault(
     scenario: &Scenario,
+    chaos: &Chaos,
     kind: FaultKindSpec,
     at: Duration,
     length: Duration,
@@ -458,12 +477,16 @@ fn chaos_fault(
     let nodes: Vec<String> = servers.iter().chain(&scenario.client_names()).cloned().collect();
     let any_node = |rng: &mut SmallRng| nodes[rng.random_range(0..nodes.len())].clone();
     let mut spec = ScheduledFault { at: Dur(at), duration: Some(Dur(length)), kind, ..ScheduledFault::default() };
+    // `[chaos] targets` replaces the default victims (drawn the same way, so that plans of
+    // scenarios without it stay as they were).
+    let chosen: Vec<&str> = chaos.targets.iter().map(String::as_str).collect();
+    let victims = |default: &'static [&'static str]| if chosen.is_empty() { default.to_vec() } else { chosen.clone() };
     match kind {
         FaultKindSpec::Pause | FaultKindSpec::Crash => {
-            spec.target = Some(pick(rng, &["leader", "follower", "server", "client"]));
+            spec.target = Some(pick(rng, &victims(&["leader", "follower", "server", "client"])));
         }
         FaultKindSpec::Partition => {
-            let shapes = [
+            let default = [
                 PartitionShape::Isolate,
                 PartitionShape::MajorityMinority,
                 PartitionShape::Ring,
@@ -471,10 +494,11 @@ fn chaos_fault(
                 PartitionShape::Clients,
                 PartitionShape::Servers,
             ];
+            let shapes: &[PartitionShape] = if chaos.shapes.is_empty() { &default } else { &chaos.shapes };
             let shape = shapes[rng.random_range(0..shapes.len())];
             spec.shape = Some(shape);
             if shape == PartitionShape::Isolate {
-                spec.target = Some(pick(rng, &["leader", "follower", "client"]));
+                spec.target = Some(pick(rng, &victims(&["leader", "follower", "client"])));
             }
         }
         FaultKindSpec::ClockJump => {
