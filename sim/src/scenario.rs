@@ -377,6 +377,10 @@ pub struct Chaos {
     /// majority-minority, ring, bridge, clients, servers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shapes: Vec<PartitionShape>,
+    /// Which replies drawn `drop-replies` faults drop. Empty (the default): write, keep-alive
+    /// or all. `["create"]` aims them at the creates of lock entries (docs/cases/07).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replies: Vec<ReplyKind>,
 }
 
 /// A range of durations written `"1s..5s"`.

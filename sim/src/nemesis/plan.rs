@@ -525,7 +525,9 @@ fn chaos_fault(
         }
         FaultKindSpec::DropReplies => {
             spec.target = Some("client".to_string());
-            spec.replies = Some([ReplyKind::Write, ReplyKind::KeepAlive, ReplyKind::All][rng.random_range(0..3)]);
+            let default = [ReplyKind::Write, ReplyKind::KeepAlive, ReplyKind::All];
+            let kinds: &[ReplyKind] = if chaos.replies.is_empty() { &default } else { &chaos.replies };
+            spec.replies = Some(kinds[rng.random_range(0..kinds.len())]);
         }
         FaultKindSpec::LinkDelay => {
             let from = any_node(rng);
