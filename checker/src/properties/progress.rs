@@ -165,6 +165,7 @@ fn stuck_queues(history: &History) -> Vec<Finding> {
 fn stuck_finding(lock: &str, from: u64, until: u64, waiters: &[(u64, u64, String)]) -> Finding {
     let mut names: Vec<&str> =
         waiters.iter().filter(|(start, end, _)| *start <= from && *end >= until).map(|(_, _, c)| c.as_str()).collect();
+    names.sort_unstable();
     names.dedup();
     Finding {
         time_ns: from,

@@ -11,8 +11,8 @@
 //! so a holder whose lease expired cannot delete its successor's key.
 
 use crate::store::{
-    Compare, CompareResult, CompareTarget, DeleteRangeRequest, KeyRange, LeaseId, PutRequest, RangeRequest, Revision,
-    TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
+    Compare, CompareResult, CompareTarget, DeleteRangeRequest, KeyRange, LeaseId, Revision, TxnOp, TxnOpResponse,
+    TxnRequest, TxnResponse,
 };
 
 /// What the driver must do next.
@@ -49,21 +49,7 @@ impl CasLock {
     }
 
     fn attempt(&self) -> CasStep {
-        CasStep::Txn(TxnRequest {
-            compare: vec![Compare {
-                key: self.key.clone(),
-                result: CompareResult::Equal,
-                target: CompareTarget::CreateRevision(0),
-            }],
-            success: vec![TxnOp::Put(PutRequest {
-                key: self.key.clone(),
-                value: self.owner.clone(),
-                lease: self.lease,
-                prev_kv: false,
-                ignore_lease: false,
-            })],
-            failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(self.key.clone())))],
-        })
+        CasStep::Txn(super::create_or_read(&self.key, &self.owner, self.lease))
     }
 
     pub fn on_txn(&self, response: TxnResponse) -> CasStep {

@@ -13,8 +13,8 @@
 //! Unlocking deletes the key, which wakes the successor.
 
 use crate::store::{
-    Compare, CompareResult, CompareTarget, KeyRange, LeaseId, PutRequest, RangeRequest, RangeResponse, Revision,
-    SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
+    KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest,
+    TxnResponse,
 };
 
 /// What the driver must do next.
@@ -100,24 +100,9 @@ impl EtcdMutex {
             check_own_key,
         };
         let oldest = oldest_holder(prefix);
-        let txn = TxnRequest {
-            compare: vec![Compare {
-                key: key.clone(),
-                result: CompareResult::Equal,
-                target: CompareTarget::CreateRevision(0),
-            }],
-            success: vec![
-                TxnOp::Put(PutRequest {
-                    key: key.clone(),
-                    value: value.to_string(),
-                    lease,
-                    prev_kv: false,
-                    ignore_lease: false,
-                }),
-                TxnOp::Range(oldest.clone()),
-            ],
-            failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(key))), TxnOp::Range(oldest)],
-        };
+        let mut txn = super::create_or_read(&key, value, lease);
+        txn.success.push(TxnOp::Range(oldest.clone()));
+        txn.failure.push(TxnOp::Range(oldest));
         (mutex, MutexStep::Txn(txn))
     }
 

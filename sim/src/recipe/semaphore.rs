@@ -13,8 +13,8 @@
 //! at once); it orders the grants.
 
 use crate::store::{
-    Compare, CompareResult, CompareTarget, KeyRange, LeaseId, PutRequest, RangeRequest, RangeResponse, Revision,
-    SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
+    KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, SortOrder, SortTarget, TxnOpResponse, TxnRequest,
+    TxnResponse,
 };
 
 use super::mutex::holder_key;
@@ -51,22 +51,7 @@ impl Semaphore {
         assert!(permits >= 1, "a semaphore has at least one permit");
         let key = holder_key(prefix, lease);
         let semaphore = Semaphore { prefix: prefix.to_string(), key: key.clone(), permits, my_revision: 0 };
-        let txn = TxnRequest {
-            compare: vec![Compare {
-                key: key.clone(),
-                result: CompareResult::Equal,
-                target: CompareTarget::CreateRevision(0),
-            }],
-            success: vec![TxnOp::Put(PutRequest {
-                key: key.clone(),
-                value: String::new(),
-                lease,
-                prev_kv: false,
-                ignore_lease: false,
-            })],
-            failure: vec![TxnOp::Range(RangeRequest::new(KeyRange::Key(key)))],
-        };
-        (semaphore, SemaphoreStep::Txn(txn))
+        (semaphore, SemaphoreStep::Txn(super::create_or_read(&key, "", lease)))
     }
 
     pub fn key(&self) -> &str {
