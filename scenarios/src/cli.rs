@@ -144,6 +144,13 @@ enum Command {
         #[arg(long, default_value = "1..20", value_parser = parse_seed_range)]
         seeds: (u64, u64),
     },
+    /// Run a scenario against a real etcd cluster or ZooKeeper ensemble on this machine (needs
+    /// the `real` feature: `cargo coordsim-real real ...`); `coordsim real doctor` says what is
+    /// missing.
+    Real(crate::real_cmd::RealArgs),
+    /// One client process of a real run (started by `coordsim real`).
+    #[command(hide = true)]
+    RealClient(crate::real_cmd::ClientArgs),
     /// Model-check a protocol with stateright: `coordsim model list`, `coordsim model <name>`.
     /// Exit 0 when every property gives its expected result, 1 otherwise, 2 on bad input.
     Model(crate::model_cmd::ModelArgs),
@@ -197,6 +204,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Check { history, format, model, timeout } => check::run(&history, format, model, timeout),
         Command::Bench { scenario, seeds: (first, last) } => bench(&scenario, first, last),
         Command::Model(args) => crate::model_cmd::run(args),
+        Command::Real(args) => crate::real_cmd::run(args),
+        Command::RealClient(args) => crate::real_cmd::client(args),
     };
     match result {
         Ok(code) => code,

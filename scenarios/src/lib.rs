@@ -8,6 +8,7 @@ pub mod library;
 pub mod load;
 pub mod model_cmd;
 pub mod output;
+pub mod real_cmd;
 pub mod report_cmd;
 pub mod shrink;
 pub mod sweep;

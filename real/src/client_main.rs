@@ -1,0 +1,46 @@
+//! `coordsim real-client --config <file>`: one client process of a real run.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::{ClientConfig, System};
+use crate::etcd::EtcdBackend;
+use crate::journal::Journal;
+use crate::workload;
+use crate::zk::ZkBackend;
+
+/// Reads the configuration, runs the workload until its stop time, exits.
+pub fn main(config_path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(config_path).map_err(|e| format!("{}: {e}", config_path.display()))?;
+    let config: ClientConfig =
+        serde_json::from_str(&text).map_err(|e| format!("{}: line {}: {e}", config_path.display(), e.line()))?;
+    let journal = Journal::create(&config.journal, config.epoch_ns, config.op_base)
+        .map_err(|e| format!("{}: {e}", config.journal.display()))?;
+    let journal = Arc::new(journal);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let stop = workload::sleep_until(&journal, config.stop_ns);
+        match config.system {
+            System::Etcd => {
+                let mut backend = EtcdBackend::connect(&config, journal.clone()).await?;
+                tokio::select! {
+                    () = workload::run(&config, &mut backend, &journal) => {}
+                    () = stop => {}
+                }
+            }
+            System::Zookeeper => {
+                let mut backend = ZkBackend::new(&config);
+                tokio::select! {
+                    () = workload::run(&config, &mut backend, &journal) => {}
+                    () = stop => {}
+                }
+            }
+        }
+        Ok::<(), String>(())
+    })?;
+    // Background tasks (keepalives, the ZooKeeper connection) end with the process.
+    std::process::exit(0)
+}

@@ -1,0 +1,147 @@
+//! A real etcd cluster (Debian's `etcd-server`, 3.4 here) of N members on 127.0.0.1.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Cluster, START_TIMEOUT};
+use crate::procs::{Procs, free_port};
+
+pub const ETCD: &str = "/usr/bin/etcd";
+
+struct Member {
+    name: String,
+    client_port: u16,
+    peer_port: u16,
+    data_dir: PathBuf,
+    log: PathBuf,
+}
+
+pub struct EtcdCluster {
+    members: Vec<Member>,
+    initial_cluster: String,
+    procs: Arc<Procs>,
+}
+
+impl EtcdCluster {
+    /// Starts `servers` members with data under `dir` and waits until the cluster takes a write.
+    pub async fn start(dir: &Path, servers: usize, procs: Arc<Procs>) -> Result<EtcdCluster, String> {
+        let mut members = Vec::new();
+        for i in 1..=servers {
+            let name = format!("s{i}");
+            let (client_port, peer_port) =
+                (free_port().map_err(|e| e.to_string())?, free_port().map_err(|e| e.to_string())?);
+            members.push(Member {
+                data_dir: dir.join(format!("{name}.etcd")),
+                log: dir.join(format!("{name}.log")),
+                name,
+                client_port,
+                peer_port,
+            });
+        }
+        let initial_cluster = members
+            .iter()
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = EtcdCluster { members, initial_cluster, procs };
+        for i in 0..cluster.members.len() {
+            cluster.launch(i)?;
+        }
+        cluster.wait_ready().await?;
+        Ok(cluster)
+    }
+
+    fn launch(&mut self, index: usize) -> Result<(), String> {
+        let m = &self.members[index];
+        let client = format!("http://127.0.0.1:{}", m.client_port);
+        let peer = format!("http://127.0.0.1:{}", m.peer_port);
+        let mut command = Command::new(ETCD);
+        command
+            .arg("--name")
+            .arg(&m.name)
+            .arg("--data-dir")
+            .arg(&m.data_dir)
+            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &self.initial_cluster, "--initial-cluster-state", "new"])
+            .args(["--initial-cluster-token", &format!("coordsim-{}", std::process::id())])
+            // etcd's defaults, written down: 100 ms heartbeats, 1 s election timeout.
+            .args(["--heartbeat-interval", "100", "--election-timeout", "1000"])
+            .args(["--log-level", "warn"]);
+        self.procs.spawn(&m.name, command, &m.log)?;
+        Ok(())
+    }
+
+    async fn wait_ready(&self) -> Result<(), String> {
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        let endpoints = self.client_endpoints();
+        loop {
+            for m in &self.members {
+                if let Some(status) = self.procs.exited(&m.name) {
+                    return Err(format!("etcd member {} exited ({status}); see {}", m.name, m.log.display()));
+                }
+            }
+            let attempt = async {
+                let options = etcd_client::ConnectOptions::new().with_timeout(Duration::from_secs(1));
+                let mut client = etcd_client::Client::connect(&endpoints, Some(options)).await?;
+                client.put("/coordsim/ready", "1", None).await?;
+                Ok::<_, etcd_client::Error>(())
+            };
+            if let Ok(Ok(())) = tokio::time::timeout(Duration::from_secs(2), attempt).await {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(format!("the etcd cluster did not take a write within {START_TIMEOUT:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn index(&self, server: &str) -> Option<usize> {
+        self.members.iter().position(|m| m.name == server)
+    }
+}
+
+impl Cluster for EtcdCluster {
+    fn servers(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.name.clone()).collect()
+    }
+
+    fn client_endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| format!("http://127.0.0.1:{}", m.client_port)).collect()
+    }
+
+    fn pid(&self, server: &str) -> Option<u32> {
+        self.procs.pids().into_iter().find(|(label, _)| label == server).map(|(_, pid)| pid)
+    }
+
+    /// Asks each member for its status; the leader is the member whose id the others name.
+    async fn leader(&self) -> Option<String> {
+        for m in &self.members {
+            let endpoint = format!("http://127.0.0.1:{}", m.client_port);
+            let ask = async {
+                let options = etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(300));
+                let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(options)).await?;
+                let status = client.status().await?;
+                let members = client.member_list().await?;
+                let leader = status.leader();
+                Ok::<_, etcd_client::Error>(members.members().iter().find(|x| x.id() == leader).map(|x| x.name().to_string()))
+            };
+            if let Ok(Ok(Some(name))) = tokio::time::timeout(Duration::from_millis(500), ask).await {
+                return Some(name);
+            }
+        }
+        None
+    }
+
+    fn crash(&mut self, server: &str) {
+        self.procs.kill(server);
+    }
+
+    fn restart(&mut self, server: &str) -> Result<(), String> {
+        let index = self.index(server).ok_or_else(|| format!("no etcd member {server}"))?;
+        self.launch(index)
+    }
+}

@@ -1,0 +1,29 @@
+//! Real clusters on 127.0.0.1: a 3-member etcd cluster or a ZooKeeper ensemble from Debian's
+//! packages, each server a process of ours with its data directory under the run's folder.
+
+pub mod etcd;
+pub mod zookeeper;
+
+use std::time::Duration;
+
+/// How long a cluster may take to serve after its start (measured here: etcd about 1 s,
+/// a ZooKeeper ensemble about 2 s).
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running cluster of either kind, as the nemesis and the clients need it.
+// Only our own code implements and calls it, on one thread: no `Send` bounds needed.
+#[allow(async_fn_in_trait)]
+pub trait Cluster {
+    /// Server names (`s1`, `s2`, ...), in order.
+    fn servers(&self) -> Vec<String>;
+    /// What clients connect to.
+    fn client_endpoints(&self) -> Vec<String>;
+    /// The pid of a running server.
+    fn pid(&self, server: &str) -> Option<u32>;
+    /// Which server leads now, if the cluster says.
+    async fn leader(&self) -> Option<String>;
+    /// Kills a server (SIGKILL: a crash; what it did not fsync is lost, as on power loss).
+    fn crash(&mut self, server: &str);
+    /// Starts a crashed server again on its data directory.
+    fn restart(&mut self, server: &str) -> Result<(), String>;
+}

@@ -1,0 +1,140 @@
+//! A real ZooKeeper ensemble (Debian's `zookeeper`, 3.8 here) of N servers on 127.0.0.1, each a
+//! JVM started with our own configuration: the packaged scripts read /etc and write /var, and
+//! the admin server must stay off (it would bind 0.0.0.0:8080).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Cluster, START_TIMEOUT};
+use crate::procs::{Procs, free_port};
+
+pub const JAVA: &str = "/usr/bin/java";
+/// The server jar; its manifest's Class-Path names every dependency under /usr/share/java.
+pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+/// ZooKeeper's tick: sessions may last 2 to 20 ticks, so 1 s to 10 s here.
+pub const TICK_MS: u64 = 500;
+
+struct Server {
+    name: String,
+    client_port: u16,
+    config: PathBuf,
+    log: PathBuf,
+}
+
+pub struct ZkEnsemble {
+    servers: Vec<Server>,
+    procs: Arc<Procs>,
+}
+
+impl ZkEnsemble {
+    /// Writes each server's configuration under `dir`, starts them and waits until every one
+    /// serves (`srvr` answers with a mode) and one leads (or the single server is standalone).
+    pub async fn start(dir: &Path, count: usize, procs: Arc<Procs>) -> Result<ZkEnsemble, String> {
+        let mut ports = Vec::new();
+        for _ in 0..count {
+            let port = |_| free_port().map_err(|e| e.to_string());
+            ports.push((port(0)?, port(1)?, port(2)?));
+        }
+        let peers: String = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, quorum, election))| format!("server.{}=127.0.0.1:{quorum}:{election}\n", i + 1))
+            .collect();
+        let mut servers = Vec::new();
+        for (i, (client_port, _, _)) in ports.iter().enumerate() {
+            let name = format!("s{}", i + 1);
+            let data = dir.join(format!("{name}.data"));
+            std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
+            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).map_err(|e| e.to_string())?;
+            let mut text = format!(
+                "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={client_port}\n\
+                 clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok\n",
+                data.display()
+            );
+            if count > 1 {
+                text.push_str(&peers);
+            }
+            let config = dir.join(format!("{name}.cfg"));
+            std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
+            servers.push(Server { log: dir.join(format!("{name}.log")), name, client_port: *client_port, config });
+        }
+        let mut ensemble = ZkEnsemble { servers, procs };
+        for i in 0..ensemble.servers.len() {
+            ensemble.launch(i)?;
+        }
+        ensemble.wait_ready().await?;
+        Ok(ensemble)
+    }
+
+    fn launch(&mut self, index: usize) -> Result<(), String> {
+        let s = &self.servers[index];
+        let mut command = Command::new(JAVA);
+        command
+            .args(["-Xmx256m", "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false"])
+            .args(["-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
+            .arg(&s.config);
+        self.procs.spawn(&s.name, command, &s.log)?;
+        Ok(())
+    }
+
+    async fn wait_ready(&self) -> Result<(), String> {
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        loop {
+            for s in &self.servers {
+                if let Some(status) = self.procs.exited(&s.name) {
+                    return Err(format!("ZooKeeper server {} exited ({status}); see {}", s.name, s.log.display()));
+                }
+            }
+            let modes: Vec<Option<String>> = self.servers.iter().map(|s| mode(s.client_port)).collect();
+            let serving = modes.iter().all(Option::is_some);
+            let led = modes.iter().flatten().any(|m| m == "leader" || m == "standalone");
+            if serving && led {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(format!("the ZooKeeper ensemble did not serve within {START_TIMEOUT:?} (modes {modes:?})"));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The server's mode by the `srvr` four-letter word: leader, follower or standalone.
+fn mode(port: u16) -> Option<String> {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_millis(300))).ok()?;
+    stream.write_all(b"srvr").ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    text.lines().find_map(|line| line.strip_prefix("Mode: ").map(|m| m.trim().to_string()))
+}
+
+impl Cluster for ZkEnsemble {
+    fn servers(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.name.clone()).collect()
+    }
+
+    fn client_endpoints(&self) -> Vec<String> {
+        self.servers.iter().map(|s| format!("127.0.0.1:{}", s.client_port)).collect()
+    }
+
+    fn pid(&self, server: &str) -> Option<u32> {
+        self.procs.pids().into_iter().find(|(label, _)| label == server).map(|(_, pid)| pid)
+    }
+
+    async fn leader(&self) -> Option<String> {
+        self.servers.iter().find(|s| mode(s.client_port).is_some_and(|m| m == "leader")).map(|s| s.name.clone())
+    }
+
+    fn crash(&mut self, server: &str) {
+        self.procs.kill(server);
+    }
+
+    fn restart(&mut self, server: &str) -> Result<(), String> {
+        let index = self.servers.iter().position(|s| s.name == server).ok_or_else(|| format!("no server {server}"))?;
+        self.launch(index)
+    }
+}

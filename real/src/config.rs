@@ -1,0 +1,63 @@
+//! What the orchestrator tells each client process: one JSON file per client, passed as
+//! `coordsim real-client --config <file>`.
+
+use std::path::PathBuf;
+
+use coordsim_sim::scenario::Recipe;
+use serde::{Deserialize, Serialize};
+
+/// Which real system a run targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum System {
+    Etcd,
+    Zookeeper,
+}
+
+impl System {
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Etcd => "etcd",
+            System::Zookeeper => "zookeeper",
+        }
+    }
+}
+
+/// One client process's part of the scenario. Times are true time (`CLOCK_MONOTONIC`) in ns
+/// since the run's epoch; durations are in ms of the client's own timers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientConfig {
+    /// The client's node name in the history (`c1`).
+    pub name: String,
+    pub system: System,
+    /// etcd: `http://127.0.0.1:PORT` per member; ZooKeeper: `127.0.0.1:PORT` per server.
+    pub endpoints: Vec<String>,
+    pub recipe: Recipe,
+    /// etcd: the lock prefix (`/locks/resource`); ZooKeeper: the lock node's path.
+    pub lock_name: String,
+    /// The session's TTL (etcd lease TTL, rounded up to whole seconds; ZooKeeper session timeout).
+    pub ttl_ms: u64,
+    /// etcd-cas: random backoff before retrying after a wakeup.
+    pub backoff_ms: Option<u64>,
+    /// etcd-semaphore: holders at once.
+    pub permits: u32,
+    pub hold_ms: u64,
+    pub writes_per_hold: u32,
+    pub think_ms: u64,
+    /// The protected resource: its name in the history and its TCP address.
+    pub resource_name: String,
+    pub resource_addr: String,
+    /// ZooKeeper recipe switches (the only bug switches that live in a client).
+    pub unique_tag: bool,
+    pub recheck_vanished: bool,
+    /// `CLOCK_MONOTONIC` reading, in ns, at the run's start.
+    pub epoch_ns: u64,
+    /// When the client starts acting and when it stops (exits), in ns since the epoch.
+    pub start_ns: u64,
+    pub stop_ns: u64,
+    /// Where the client writes its journal.
+    pub journal: PathBuf,
+    /// First operation id of this client (spaced per client so ids never collide).
+    pub op_base: u64,
+}

@@ -1,0 +1,425 @@
+//! The etcd side of a client process: a session (a lease with keepalives, as etcd clientv3's
+//! concurrency.Session) and the lock recipes. The etcd mutex, the compare-and-swap lock and the
+//! semaphore are the simulator's sans-IO cores (sim/src/recipe/), their requests translated by
+//! [`convert`]; etcd-lock-api calls etcd's own Lock service (v3lock).
+
+pub mod convert;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use coordsim_checker::history::{Call, Event, Return};
+use coordsim_sim::recipe::cas_lock::{self, CasLock, CasStep};
+use coordsim_sim::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
+use coordsim_sim::recipe::semaphore::{Semaphore, SemaphoreStep};
+use coordsim_sim::scenario::Recipe;
+use coordsim_sim::store::{RangeRequest, RangeResponse, Revision, TxnRequest, TxnResponse};
+use etcd_client as etcd;
+
+use crate::config::ClientConfig;
+use crate::journal::Journal;
+use crate::session::SessionWatch;
+use crate::workload::LockBackend;
+
+/// Pause between attempts of a request that found no server.
+const RETRY: Duration = Duration::from_millis(100);
+
+pub struct EtcdBackend {
+    config: ClientConfig,
+    client: etcd::Client,
+    lease: i64,
+    keepalive: Option<tokio::task::JoinHandle<()>>,
+    journal: Arc<Journal>,
+}
+
+impl EtcdBackend {
+    /// Connects lazily: the first request finds a member.
+    pub async fn connect(config: &ClientConfig, journal: Arc<Journal>) -> Result<EtcdBackend, String> {
+        let options = etcd::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(1))
+            .with_timeout(Duration::from_millis(config.ttl_ms.max(1000)))
+            .with_keep_alive(Duration::from_secs(1), Duration::from_secs(1));
+        let client = etcd::Client::connect(&config.endpoints, Some(options))
+            .await
+            .map_err(|error| format!("cannot reach etcd at {:?}: {error}", config.endpoints))?;
+        Ok(EtcdBackend { config: config.clone(), client, lease: 0, keepalive: None, journal })
+    }
+
+    fn budget(&self) -> Duration {
+        Duration::from_millis(self.config.ttl_ms)
+    }
+}
+
+/// The lease's TTL in whole seconds, as etcd grants it (rounded up; at least 1 s).
+pub fn ttl_seconds(ttl_ms: u64) -> i64 {
+    ttl_ms.div_ceil(1000).max(1) as i64
+}
+
+impl LockBackend for EtcdBackend {
+    async fn open_session(&mut self, journal: &Journal) -> Result<SessionWatch, String> {
+        let node = self.config.name.clone();
+        let ttl_ms = ttl_seconds(self.config.ttl_ms) as u64 * 1000;
+        let op = journal.invoke(&node, Call::LeaseGrant { ttl_ms });
+        let granted =
+            tokio::time::timeout(self.budget(), self.client.lease_grant(ttl_seconds(self.config.ttl_ms), None)).await;
+        let response = match granted {
+            Ok(Ok(response)) => response,
+            Ok(Err(error)) => {
+                journal.info(&node, op, error.to_string());
+                return Err(error.to_string());
+            }
+            Err(_) => {
+                journal.info(&node, op, "no answer within the TTL");
+                return Err("timeout".into());
+            }
+        };
+        self.lease = response.id();
+        journal.ok(&node, op, Return::LeaseGranted { lease: response.id(), ttl_ms: response.ttl() as u64 * 1000 });
+        let session = SessionWatch::default();
+        let task = keepalive(self.client.clone(), node, self.lease, ttl_ms, session.clone(), self.journal.clone());
+        self.keepalive = Some(tokio::spawn(task));
+        Ok(session)
+    }
+
+    async fn acquire(&mut self, session: &SessionWatch, journal: &Journal) -> Result<(String, i64), String> {
+        let node = self.config.name.clone();
+        let name = self.config.lock_name.clone();
+        let permits = if self.config.recipe == Recipe::EtcdSemaphore { self.config.permits } else { 1 };
+        let op = journal.invoke(&node, Call::Lock { name: name.clone(), lease: self.lease, permits });
+        if self.config.recipe == Recipe::EtcdLockApi {
+            return self.lock_api(session, journal, op).await;
+        }
+        let (mut core, mut step) = Core::start(&self.config, self.lease);
+        let result = loop {
+            if let Some(end) = session.ended() {
+                break Err(Failure::SessionEnded(end));
+            }
+            step = match step {
+                Step::Txn(txn) => match self.call(self.client.clone().txn(convert::txn(&txn))).await {
+                    Ok(response) => core.on_txn(convert::txn_response(&response)),
+                    Err(error) => break Err(error),
+                },
+                Step::Range(request) => {
+                    let (key, options) = convert::get(&request);
+                    match self.call(self.client.clone().get(key, Some(options))).await {
+                        Ok(response) => core.on_range(convert::range_response(&response)),
+                        Err(error) => break Err(error),
+                    }
+                }
+                Step::WaitDelete { key, from_revision } => {
+                    match wait_delete(&self.client, session, &key, from_revision).await {
+                        Ok(()) => {
+                            journal.record(&node, Event::Wakeup { lock: name.clone(), waiter: core.waiter(&node) });
+                            self.backoff().await;
+                            core.on_deleted()
+                        }
+                        Err(end) => break Err(Failure::SessionEnded(end)),
+                    }
+                }
+                Step::Acquired { key, token } => break Ok((key, token)),
+                Step::Failed(reason) => break Err(Failure::Refused(reason)),
+            };
+        };
+        match result {
+            Ok((key, token)) => {
+                journal.ok(&node, op, Return::Locked { key: key.clone(), token });
+                Ok((key, token))
+            }
+            Err(Failure::Unavailable(error)) => {
+                journal.info(&node, op, error.clone());
+                // Our key may exist: remove it so it does not block the queue until the lease
+                // expires (etcd's Lock does the same when its context is cancelled).
+                if let Some(key) = core.own_key() {
+                    let _ = self.call(self.client.clone().delete(key, None)).await;
+                }
+                Err(error)
+            }
+            Err(Failure::SessionEnded(reason) | Failure::Refused(reason)) => {
+                journal.fail(&node, op, reason.clone());
+                Err(reason)
+            }
+        }
+    }
+
+    async fn release(&mut self, _session: &SessionWatch, journal: &Journal, key: &str, token: i64) {
+        let node = self.config.name.clone();
+        let op = journal.invoke(&node, Call::Unlock { name: self.config.lock_name.clone(), key: key.to_string() });
+        let mut client = self.client.clone();
+        let outcome = match self.config.recipe {
+            Recipe::EtcdLockApi => self.call(client.unlock(key.to_string())).await.map(drop),
+            Recipe::EtcdCas => self.call(client.txn(convert::txn(&cas_lock::unlock(key, token)))).await.map(drop),
+            _ => self.call(client.delete(key.to_string(), None)).await.map(drop),
+        };
+        match outcome {
+            Ok(()) => journal.ok(&node, op, Return::Unlocked),
+            Err(Failure::Unavailable(error)) => journal.info(&node, op, error),
+            Err(Failure::SessionEnded(error) | Failure::Refused(error)) => journal.fail(&node, op, error),
+        }
+    }
+
+    fn drop_session(&mut self) {
+        if let Some(task) = self.keepalive.take() {
+            task.abort();
+        }
+    }
+}
+
+impl EtcdBackend {
+    /// etcd's Lock service: blocks on the server until the lock is ours. Its reply names the
+    /// holder key but not its revision: the token is the key's create_revision, read next (the
+    /// key is ours and cannot change while our lease lives).
+    async fn lock_api(&mut self, session: &SessionWatch, journal: &Journal, op: u64) -> Result<(String, i64), String> {
+        let node = self.config.name.clone();
+        let options = etcd::LockOptions::new().with_lease(self.lease);
+        let mut client = self.client.clone();
+        let locked = tokio::select! {
+            biased;
+            () = session.wait_end() => Err(Failure::SessionEnded(session.ended().unwrap_or_default())),
+            locked = client.lock(self.config.lock_name.clone(), Some(options)) => locked.map_err(|e| Failure::Unavailable(e.to_string())),
+        };
+        let token = match locked {
+            Ok(response) => {
+                let key = String::from_utf8_lossy(response.key()).into_owned();
+                match self.call(self.client.clone().get(key.clone(), None)).await {
+                    Ok(got) => got.kvs().first().map(|kv| (key, kv.create_revision())),
+                    Err(_) => None,
+                }
+            }
+            Err(Failure::SessionEnded(reason)) => {
+                // The server may still grant the lock to the dead session: unknown outcome.
+                journal.info(&node, op, reason.clone());
+                return Err(reason);
+            }
+            Err(Failure::Unavailable(reason) | Failure::Refused(reason)) => {
+                journal.info(&node, op, reason.clone());
+                return Err(reason);
+            }
+        };
+        match token {
+            Some((key, token)) => {
+                journal.ok(&node, op, Return::Locked { key: key.clone(), token });
+                Ok((key, token))
+            }
+            None => {
+                journal.info(&node, op, "granted, but the holder key could not be read");
+                Err("holder key unreadable".into())
+            }
+        }
+    }
+
+    /// Runs one request with the session's budget; a failure is "unavailable".
+    async fn call<T>(&self, request: impl Future<Output = Result<T, etcd::Error>>) -> Result<T, Failure> {
+        match tokio::time::timeout(self.budget(), request).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(error)) => Err(Failure::Unavailable(error.to_string())),
+            Err(_) => Err(Failure::Unavailable("no answer within the TTL".into())),
+        }
+    }
+
+    /// etcd-cas with `backoff`: a random pause before trying again, to spread the retries.
+    async fn backoff(&self) {
+        if let Some(backoff) = self.config.backoff_ms.filter(|ms| *ms > 0) {
+            let jitter = crate::journal::monotonic_ns() % backoff;
+            tokio::time::sleep(Duration::from_millis(jitter)).await;
+        }
+    }
+}
+
+enum Failure {
+    SessionEnded(String),
+    Unavailable(String),
+    /// The recipe gave up (its key vanished: the session expired) or broke its protocol.
+    Refused(String),
+}
+
+/// The keepalive loop of one lease, every TTL/3 like clientv3. The session ends when etcd says
+/// the lease is gone (TTL 0) or when no keepalive was answered for a whole TTL (clientv3's
+/// deadline loop); both are learned only here, after an attempt.
+async fn keepalive(
+    mut client: etcd::Client,
+    node: String,
+    lease: i64,
+    ttl_ms: u64,
+    session: SessionWatch,
+    journal: Arc<Journal>,
+) {
+    let interval = Duration::from_millis(ttl_ms / 3);
+    let mut last_ok = journal.now_ns();
+    let mut stream: Option<(etcd::LeaseKeeper, etcd::LeaseKeepAliveStream)> = None;
+    loop {
+        tokio::time::sleep(interval).await;
+        let op = journal.invoke(&node, Call::LeaseKeepAlive { lease });
+        let answer = tokio::time::timeout(interval, async {
+            if stream.is_none() {
+                stream = Some(client.lease_keep_alive(lease).await?);
+            }
+            let (keeper, responses) = stream.as_mut().expect("opened above");
+            keeper.keep_alive().await?;
+            responses.message().await
+        })
+        .await;
+        match answer {
+            Ok(Ok(Some(response))) if response.ttl() > 0 => {
+                last_ok = journal.now_ns();
+                journal.ok(&node, op, Return::LeaseKeptAlive { ttl_ms: response.ttl() as u64 * 1000 });
+            }
+            Ok(Ok(Some(_))) => {
+                journal.fail(&node, op, format!("lease {lease} not found"));
+                session.end("lease expired");
+                return;
+            }
+            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
+                stream = None;
+                journal.info(&node, op, "keepalive unanswered");
+                if journal.now_ns().saturating_sub(last_ok) > ttl_ms * 1_000_000 {
+                    session.end("no keepalive answered for a whole TTL");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Waits until `key` is deleted at or after revision `from`, or the session ends.
+async fn wait_delete(client: &etcd::Client, session: &SessionWatch, key: &str, mut from: Revision) -> Result<(), String> {
+    loop {
+        if let Some(end) = session.ended() {
+            return Err(end);
+        }
+        let mut client = client.clone();
+        let options = etcd::WatchOptions::new().with_start_revision(from);
+        // Ok(true): the key was deleted (or the history before `from` is compacted away: look at
+        // the queue again instead); Ok(false) or an error: the stream broke, watch again.
+        let watched = async {
+            let mut stream = client.watch(key.to_string(), Some(options)).await?;
+            while let Some(response) = stream.message().await? {
+                if response.canceled() && response.compact_revision() > 0 {
+                    return Ok::<bool, etcd::Error>(true);
+                }
+                for event in response.events() {
+                    if event.event_type() == etcd::EventType::Delete {
+                        return Ok(true);
+                    }
+                    if let Some(kv) = event.kv() {
+                        from = from.max(kv.mod_revision() + 1);
+                    }
+                }
+            }
+            Ok(false)
+        };
+        tokio::select! {
+            biased;
+            () = session.wait_end() => return Err(session.ended().unwrap_or_default()),
+            outcome = watched => match outcome {
+                Ok(true) => return Ok(()),
+                Ok(false) | Err(_) => tokio::time::sleep(RETRY).await,
+            },
+        }
+    }
+}
+
+/// The three recipe cores behind one step type.
+enum Core {
+    Mutex(EtcdMutex),
+    Cas(CasLock),
+    Semaphore(Semaphore),
+}
+
+enum Step {
+    Txn(TxnRequest),
+    Range(RangeRequest),
+    WaitDelete { key: String, from_revision: Revision },
+    Acquired { key: String, token: Revision },
+    Failed(String),
+}
+
+impl Core {
+    fn start(config: &ClientConfig, lease: i64) -> (Core, Step) {
+        let name = config.lock_name.as_str();
+        match config.recipe {
+            Recipe::EtcdCas => {
+                let (lock, step) = CasLock::lock(name, &config.name, lease);
+                (Core::Cas(lock), cas_step(step))
+            }
+            Recipe::EtcdSemaphore => {
+                let (semaphore, step) = Semaphore::acquire(name, lease, config.permits);
+                (Core::Semaphore(semaphore), semaphore_step(step))
+            }
+            _ => {
+                let (mutex, step) = EtcdMutex::lock(name, lease);
+                (Core::Mutex(mutex), mutex_step(step))
+            }
+        }
+    }
+
+    fn on_txn(&mut self, response: TxnResponse) -> Step {
+        match self {
+            Core::Mutex(mutex) => mutex_step(mutex.step(MutexInput::Txn(response))),
+            Core::Cas(lock) => cas_step(lock.on_txn(response)),
+            Core::Semaphore(semaphore) => semaphore_step(semaphore.on_created(response)),
+        }
+    }
+
+    fn on_range(&mut self, response: RangeResponse) -> Step {
+        match self {
+            Core::Mutex(mutex) => mutex_step(mutex.step(MutexInput::Range(response))),
+            Core::Cas(_) => Step::Failed("the compare-and-swap lock reads nothing".into()),
+            Core::Semaphore(semaphore) => semaphore_step(semaphore.on_counted(response)),
+        }
+    }
+
+    fn on_deleted(&mut self) -> Step {
+        match self {
+            Core::Mutex(mutex) => mutex_step(mutex.step(MutexInput::Deleted)),
+            Core::Cas(lock) => cas_step(lock.retry()),
+            Core::Semaphore(semaphore) => semaphore_step(semaphore.count()),
+        }
+    }
+
+    /// The waiter's entry in the queue, as `wakeup` records name it.
+    fn waiter(&self, node: &str) -> String {
+        match self {
+            Core::Mutex(mutex) => mutex.key().to_string(),
+            Core::Cas(_) => node.to_string(),
+            Core::Semaphore(semaphore) => semaphore.key().to_string(),
+        }
+    }
+
+    /// Our own queue key, which an abandoned attempt deletes.
+    fn own_key(&self) -> Option<String> {
+        match self {
+            Core::Mutex(mutex) => Some(mutex.key().to_string()),
+            Core::Cas(_) => None,
+            Core::Semaphore(semaphore) => Some(semaphore.key().to_string()),
+        }
+    }
+}
+
+fn mutex_step(step: MutexStep) -> Step {
+    match step {
+        MutexStep::Txn(txn) => Step::Txn(txn),
+        MutexStep::Range(request) => Step::Range(request),
+        MutexStep::WaitDelete { key, from_revision } => Step::WaitDelete { key, from_revision },
+        MutexStep::Acquired { key, token } => Step::Acquired { key, token },
+        MutexStep::Failed(error) => Step::Failed(error.to_string()),
+    }
+}
+
+fn cas_step(step: CasStep) -> Step {
+    match step {
+        CasStep::Txn(txn) => Step::Txn(txn),
+        CasStep::WaitDelete { key, from_revision } => Step::WaitDelete { key, from_revision },
+        CasStep::Acquired { key, token } => Step::Acquired { key, token },
+        CasStep::Failed(reason) => Step::Failed(reason.to_string()),
+    }
+}
+
+fn semaphore_step(step: SemaphoreStep) -> Step {
+    match step {
+        SemaphoreStep::Txn(txn) => Step::Txn(txn),
+        SemaphoreStep::Range(request) => Step::Range(request),
+        SemaphoreStep::WaitDelete { key, from_revision } => Step::WaitDelete { key, from_revision },
+        SemaphoreStep::Acquired { key, token } => Step::Acquired { key, token },
+        SemaphoreStep::Failed(reason) => Step::Failed(reason.to_string()),
+    }
+}

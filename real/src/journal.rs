@@ -1,0 +1,94 @@
+//! A process's part of the history: entries appended to a JSON-lines file as they happen.
+//!
+//! Every process of a real run (the orchestrator with the nemesis and the resource, each client)
+//! writes its own journal; [`crate::merge`] joins them into one [`History`] after the run. Times
+//! come from `CLOCK_MONOTONIC`, which all processes of the machine share, as nanoseconds since the
+//! run's epoch (the orchestrator's reading when the run started): true time, never a client's
+//! possibly faked wall clock. Each line is written with one `write` call and no buffering, so a
+//! client killed or paused mid-run loses nothing it recorded.
+//!
+//! [`History`]: coordsim_checker::history::History
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use coordsim_checker::history::{Call, Entry, Event, OpId, Return};
+
+/// Nanoseconds of `CLOCK_MONOTONIC` (shared by every process of the machine; libfaketime is told
+/// to leave it alone, see [`crate::procs`]).
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists on Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    assert_eq!(rc, 0, "CLOCK_MONOTONIC is readable");
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// One process's journal.
+pub struct Journal {
+    file: Mutex<File>,
+    /// `CLOCK_MONOTONIC` at the run's start.
+    epoch_ns: u64,
+    /// Operation ids of this process: `op_base`, `op_base + 1`, ... (bases are spaced so that
+    /// the processes of one run never collide).
+    next_op: AtomicU64,
+}
+
+impl Journal {
+    /// Creates (truncates) the journal at `path`.
+    pub fn create(path: &Path, epoch_ns: u64, op_base: OpId) -> std::io::Result<Journal> {
+        let file = File::create(path)?;
+        Ok(Journal { file: Mutex::new(file), epoch_ns, next_op: AtomicU64::new(op_base) })
+    }
+
+    /// True time since the run's start, in ns.
+    pub fn now_ns(&self) -> u64 {
+        monotonic_ns().saturating_sub(self.epoch_ns)
+    }
+
+    pub fn record(&self, node: &str, event: Event) {
+        let entry = Entry { time_ns: self.now_ns(), node: node.to_string(), event };
+        let mut line = serde_json::to_string(&entry).expect("history entries serialize");
+        line.push('\n');
+        let mut file = self.file.lock().expect("journal lock poisoned");
+        // A journal that cannot be written makes the run's verdicts meaningless: stop loudly.
+        file.write_all(line.as_bytes()).expect("the journal is writable");
+    }
+
+    pub fn invoke(&self, node: &str, call: Call) -> OpId {
+        let op = self.next_op.fetch_add(1, Ordering::SeqCst);
+        self.record(node, Event::Invoke { op, call });
+        op
+    }
+
+    pub fn ok(&self, node: &str, op: OpId, ret: Return) {
+        self.record(node, Event::Ok { op, ret });
+    }
+
+    pub fn fail(&self, node: &str, op: OpId, error: impl Into<String>) {
+        self.record(node, Event::Fail { op, error: error.into() });
+    }
+
+    pub fn info(&self, node: &str, op: OpId, error: impl Into<String>) {
+        self.record(node, Event::Info { op, error: error.into() });
+    }
+}
+
+/// Reads a journal back. A last line cut short (its process was killed mid-write) is dropped;
+/// any other bad line is an error naming the file and line.
+pub fn read(path: &Path) -> Result<Vec<Entry>, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut entries = Vec::with_capacity(lines.len());
+    for (index, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<Entry>(line) {
+            Ok(entry) => entries.push(entry),
+            Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(error) => return Err(format!("{}:{}: {error}", path.display(), index + 1)),
+        }
+    }
+    Ok(entries)
+}

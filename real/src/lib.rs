@@ -1,0 +1,67 @@
+//! coordsim-real: the simulator's lock workloads, faults and checkers against real etcd and
+//! ZooKeeper clusters on this machine, as Jepsen does but without SSH, containers or a second
+//! machine.
+//!
+//! - [`cluster`]: a 3-member etcd cluster or a ZooKeeper ensemble from Debian's packages on
+//!   127.0.0.1 (free ports, data under the run's folder); [`procs`] kills every process it
+//!   started, by pid, at the end, on an error, on Ctrl-C and on a panic.
+//! - Clients are separate processes (`coordsim real-client`), so a pause is a real SIGSTOP. They
+//!   run the simulator's recipe cores ([`etcd`], [`zk`]) through the `etcd-client` and
+//!   `zookeeper-client` crates, write to the [`resource`] (fenced or unfenced, over TCP), and
+//!   record into a [`journal`] with the machine's monotonic clock.
+//! - [`run`]: one run of a scenario: cluster, resource, clients, the fault plan (pause and crash
+//!   of servers and clients), then the journals merged into one history in the simulator's
+//!   format, for the same checkers and reports.
+//!
+//! What the history of a real run cannot hold: the servers' own records (lease expiries, lease
+//! checkpoints), so properties that need them are not judged here (see [`JUDGED`]).
+
+pub mod client_main;
+pub mod cluster;
+pub mod config;
+pub mod etcd;
+pub mod journal;
+pub mod procs;
+pub mod resource;
+pub mod run;
+pub mod session;
+pub mod workload;
+pub mod zk;
+
+use coordsim_checker::properties::Property;
+
+pub use config::System;
+
+/// The properties a real run can judge: those read from what clients and the resource record.
+/// `lease_safety`, `lease_liveness` and `grant_live_lease` need the leader's own records of lease
+/// expiries; `linearizable`, `watch` and `durability` belong to the key-value workload.
+pub const JUDGED: [Property; 7] = [
+    Property::MutualExclusion,
+    Property::Fencing,
+    Property::SingleHolder,
+    Property::DualOwnership,
+    Property::Progress,
+    Property::Herd,
+    Property::Fairness,
+];
+
+/// Runs [`run::run`] on a current-thread runtime on this thread, until it ends or Ctrl-C; either
+/// way every process it started is killed before this returns.
+pub fn run_blocking(
+    scenario: &coordsim_sim::scenario::Scenario,
+    system: System,
+    run: u64,
+    dir: &std::path::Path,
+    exe: &std::path::Path,
+) -> Result<coordsim_checker::history::History, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        tokio::select! {
+            result = run::run(scenario, system, run, dir, exe) => result,
+            _ = tokio::signal::ctrl_c() => Err("interrupted (Ctrl-C): every process of the run was stopped".to_string()),
+        }
+    })
+}

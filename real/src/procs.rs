@@ -1,0 +1,100 @@
+//! Every process a real run starts, by pid, and their end: [`Procs`] kills and reaps them all when
+//! it is dropped — at the end of the run, on an error, on Ctrl-C (the run's future is dropped) and
+//! on a panic (unwinding drops it). Children also get `PR_SET_PDEATHSIG`, so even a SIGKILLed
+//! orchestrator leaves nothing running.
+
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+/// A started process and what it is, for messages.
+struct Started {
+    label: String,
+    child: Child,
+}
+
+#[derive(Default)]
+pub struct Procs {
+    started: Mutex<Vec<Started>>,
+}
+
+impl Procs {
+    /// Starts `command` with stdout and stderr to `log`; returns its pid.
+    pub fn spawn(&self, label: &str, mut command: Command, log: &Path) -> Result<u32, String> {
+        let out = File::create(log).map_err(|error| format!("{}: {error}", log.display()))?;
+        let err = out.try_clone().map_err(|error| format!("{}: {error}", log.display()))?;
+        command.stdin(Stdio::null()).stdout(out).stderr(err);
+        // SAFETY: prctl is async-signal-safe; it only marks this child to be killed when its
+        // parent dies.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(|error| format!("cannot start {label}: {error}"))?;
+        let pid = child.id();
+        self.started.lock().expect("procs lock poisoned").push(Started { label: label.to_string(), child });
+        Ok(pid)
+    }
+
+    /// Whether the process labelled `label` has exited (and how), reaping it.
+    pub fn exited(&self, label: &str) -> Option<String> {
+        let mut started = self.started.lock().expect("procs lock poisoned");
+        let entry = started.iter_mut().rev().find(|s| s.label == label)?;
+        match entry.child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            _ => None,
+        }
+    }
+
+    /// Kills (SIGKILL) and reaps the newest process labelled `label`; it leaves the registry.
+    pub fn kill(&self, label: &str) {
+        let mut started = self.started.lock().expect("procs lock poisoned");
+        if let Some(index) = started.iter().rposition(|s| s.label == label) {
+            let mut entry = started.remove(index);
+            let _ = entry.child.kill();
+            let _ = entry.child.wait();
+        }
+    }
+
+    /// Kills and reaps every process still registered.
+    pub fn kill_all(&self) {
+        let mut started = self.started.lock().expect("procs lock poisoned");
+        for entry in started.iter_mut() {
+            // A stopped process dies of SIGKILL too; SIGCONT first lets it go at once.
+            signal(entry.child.id(), libc::SIGCONT);
+            let _ = entry.child.kill();
+        }
+        for mut entry in started.drain(..) {
+            let _ = entry.child.wait();
+        }
+    }
+
+    /// Pids of the registered processes, with their labels.
+    pub fn pids(&self) -> Vec<(String, u32)> {
+        let started = self.started.lock().expect("procs lock poisoned");
+        started.iter().map(|s| (s.label.clone(), s.child.id())).collect()
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// Sends `signal` to `pid`; false if no such process.
+pub fn signal(pid: u32, signal: i32) -> bool {
+    // SAFETY: kill(2) with a pid we started and a valid signal number.
+    unsafe { libc::kill(pid as i32, signal) == 0 }
+}
+
+/// A free TCP port on 127.0.0.1 (bound once and released: another process could take it in
+/// between, which a run detects when its server fails to start).
+pub fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}

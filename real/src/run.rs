@@ -1,0 +1,454 @@
+//! One run of a scenario against a real cluster: start the cluster, the resource and one process
+//! per client; play the fault plan (the scenario's fixed `[[nemesis]]` timeline, or faults drawn
+//! from `[chaos]` with the run number as seed) with real signals; stop everything; join the
+//! journals into one history in the simulator's format.
+//!
+//! The orchestrator runs on a current-thread runtime on the calling thread: every child is then
+//! spawned by that thread, which `PR_SET_PDEATHSIG` ties the children's lives to.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use coordsim_checker::history::{Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA};
+use coordsim_sim::nemesis::plan::{self, Fault, PlannedFault, Target};
+use coordsim_sim::scenario::{Recipe, Scenario};
+
+use crate::cluster::Cluster;
+use crate::cluster::etcd::EtcdCluster;
+use crate::cluster::zookeeper::ZkEnsemble;
+use crate::config::{ClientConfig, System};
+use crate::journal::{self, Journal};
+use crate::procs::{self, Procs};
+
+/// The node name of the orchestrator's own records (faults).
+const NEMESIS: &str = "nemesis";
+/// The resource's node name, as in simulated runs.
+pub const RESOURCE: &str = "resource";
+/// Operation ids of client incarnation k of client i start at `(i * 16 + k + 1) * OP_SPACING`.
+const OP_SPACING: u64 = 1_000_000;
+/// How often the orchestrator asks who leads, for `role` records and `leader` targets.
+const ROLE_POLL: Duration = Duration::from_millis(250);
+
+/// Why a scenario cannot run against a real system; names the scenario's field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct Unsupported {
+    pub field: String,
+    pub message: String,
+}
+
+fn unsupported(field: impl Into<String>, message: impl Into<String>) -> Unsupported {
+    Unsupported { field: field.into(), message: message.into() }
+}
+
+/// Checks that `scenario` can run on `system` and returns its fault plan for `run`.
+pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<PlannedFault>, Unsupported> {
+    let Some(lock) = &scenario.lock else {
+        return Err(unsupported("kv", "the key-value workload runs only in the simulator so far; use a [lock] scenario"));
+    };
+    let ok = match system {
+        System::Etcd => matches!(lock.recipe, Recipe::EtcdMutex | Recipe::EtcdCas | Recipe::EtcdLockApi | Recipe::EtcdSemaphore),
+        System::Zookeeper => matches!(lock.recipe, Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection),
+    };
+    if !ok {
+        let name = serde_json::to_string(&lock.recipe).unwrap_or_default();
+        let supported = match system {
+            System::Etcd => "etcd-mutex, etcd-cas, etcd-lock-api, etcd-semaphore",
+            System::Zookeeper => "zk-queue-lock, zk-herd-lock, zk-election",
+        };
+        return Err(unsupported("lock.recipe", format!("{name} does not run on {} (there: {supported})", system.name())));
+    }
+    if lock.nested > 0 || lock.client_deadline.is_some() {
+        return Err(unsupported("lock", "nested acquisitions and client deadlines run only in the simulator so far"));
+    }
+    // Only the ZooKeeper recipe's two switches live in the client; the others are bugs of the
+    // simulated servers, which a real cluster does not have (it has its own).
+    let bugs = &scenario.bugs;
+    let server_bugs = [
+        ("grant_without_lease_check", bugs.grant_without_lease_check),
+        ("deposed_leader_expires_leases", bugs.deposed_leader_expires_leases),
+        ("ttl_reset_on_leader_change", bugs.ttl_reset_on_leader_change),
+        ("watch_skip_at_compaction", bugs.watch_skip_at_compaction),
+        ("follower_reads_without_read_index", bugs.follower_reads_without_read_index),
+        ("ignore_keepalive_failure", bugs.ignore_keepalive_failure),
+    ];
+    if let Some((name, _)) = server_bugs.iter().find(|(_, on)| *on) {
+        return Err(unsupported(format!("bugs.{name}"), "a switch of the simulated service: a real cluster has no such switch"));
+    }
+    if !scenario.clock.is_empty() {
+        return Err(unsupported("clock", "clock offsets and rates are not applied to real processes yet"));
+    }
+    if !scenario.cluster.fsync {
+        return Err(unsupported("cluster.fsync", "real etcd and ZooKeeper always fsync; fsync = false is a simulator mode"));
+    }
+    let faults = plan::plan(scenario, run);
+    for fault in &faults {
+        let field = format!("nemesis fault {} ({})", fault.id, fault.spec.kind.name());
+        match &fault.fault {
+            Fault::Pause { .. } | Fault::Crash { .. } => {}
+            Fault::Partition { .. } => {
+                return Err(unsupported(field, "partitions of real processes (network namespaces) are not built yet"));
+            }
+            _ => return Err(unsupported(field, "only pause and crash faults reach real processes so far")),
+        }
+    }
+    Ok(faults)
+}
+
+/// Where a run puts its files.
+pub struct RunDirs {
+    pub root: PathBuf,
+}
+
+impl RunDirs {
+    fn cluster(&self) -> PathBuf {
+        self.root.join("cluster")
+    }
+    fn clients(&self) -> PathBuf {
+        self.root.join("clients")
+    }
+}
+
+/// Runs `scenario` once against a fresh `system` cluster; files go under `dir` (which must not
+/// hold an earlier run's files: the caller picks a fresh folder). `exe` is the coordsim binary
+/// that serves `real-client`.
+pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe: &Path) -> Result<History, String> {
+    let faults = check(scenario, system, run).map_err(|e| e.to_string())?;
+    let dirs = RunDirs { root: dir.to_path_buf() };
+    for folder in [dirs.cluster(), dirs.clients()] {
+        std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+    }
+    let procs = Arc::new(Procs::default());
+    let servers = scenario.cluster.servers;
+    match system {
+        System::Etcd => {
+            let cluster = EtcdCluster::start(&dirs.cluster(), servers, procs.clone()).await?;
+            drive(scenario, system, &dirs, exe, cluster, &faults, procs).await
+        }
+        System::Zookeeper => {
+            let cluster = ZkEnsemble::start(&dirs.cluster(), servers, procs.clone()).await?;
+            drive(scenario, system, &dirs, exe, cluster, &faults, procs).await
+        }
+    }
+}
+
+/// A client process's current incarnation.
+struct ClientProc {
+    name: String,
+    index: usize,
+    incarnation: u64,
+    journals: Vec<PathBuf>,
+}
+
+async fn drive<C: Cluster>(
+    scenario: &Scenario,
+    system: System,
+    dirs: &RunDirs,
+    exe: &Path,
+    mut cluster: C,
+    faults: &[PlannedFault],
+    procs: Arc<Procs>,
+) -> Result<History, String> {
+    let lock = scenario.lock.as_ref().expect("checked: a lock scenario");
+    let resource_mode = scenario.resource.as_ref().expect("validated: a lock workload has a resource").mode;
+    let epoch_ns = journal::monotonic_ns();
+    let nemesis_journal = dirs.root.join("nemesis.jsonl");
+    let journal = Arc::new(Journal::create(&nemesis_journal, epoch_ns, 0).map_err(|e| e.to_string())?);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
+    let resource_addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
+    let resource = tokio::spawn(crate::resource::serve(listener, RESOURCE.to_string(), resource_mode, journal.clone()));
+    let duration_ns = scenario.duration.0.as_nanos() as u64;
+    let base = ClientConfig {
+        name: String::new(),
+        system,
+        endpoints: cluster.client_endpoints(),
+        recipe: lock.recipe,
+        lock_name: lock.name.clone(),
+        ttl_ms: lock.ttl.0.as_millis() as u64,
+        backoff_ms: lock.backoff.map(|b| b.0.as_millis() as u64),
+        permits: lock.permits,
+        hold_ms: scenario.clients.hold.0.as_millis() as u64,
+        writes_per_hold: scenario.clients.writes_per_hold,
+        think_ms: scenario.clients.think.0.as_millis() as u64,
+        resource_name: RESOURCE.to_string(),
+        resource_addr,
+        unique_tag: !scenario.bugs.no_unique_tag_in_sequential_create,
+        recheck_vanished: !scenario.bugs.lost_wakeup_on_vanished_predecessor,
+        epoch_ns,
+        start_ns: 0,
+        stop_ns: duration_ns,
+        journal: PathBuf::new(),
+        op_base: 0,
+    };
+    let mut clients: Vec<ClientProc> = Vec::new();
+    for index in 0..scenario.clients.count {
+        let start = scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32;
+        let mut client = ClientProc { name: format!("c{}", index + 1), index, incarnation: 0, journals: Vec::new() };
+        spawn_client(&procs, dirs, exe, &base, &mut client, start.as_nanos() as u64)?;
+        clients.push(client);
+    }
+    let mut timeline = Timeline::new(faults);
+    let mut last_leader: Option<String> = None;
+    let mut term = 0u64;
+    loop {
+        let now = journal.now_ns();
+        if now >= duration_ns {
+            break;
+        }
+        // Record who leads whenever it changes (the report draws it; `leader` targets use it).
+        let leader = cluster.leader().await;
+        if leader.is_some() && leader != last_leader {
+            term += 1;
+            journal.record(leader.as_deref().unwrap_or_default(), Event::Role { role: RaftRole::Leader, term });
+            last_leader = leader.clone();
+        }
+        while let Some((_, action)) = timeline.next_due(journal.now_ns()) {
+            apply(action, &mut timeline, &mut cluster, &procs, &journal, &leader, dirs, exe, &base, &mut clients)?;
+        }
+        let next = timeline.next_at().unwrap_or(u64::MAX).min(duration_ns);
+        let wait = Duration::from_nanos(next.saturating_sub(journal.now_ns())).min(ROLE_POLL);
+        tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+    }
+    // The end: faults still active end with the run (their end is recorded), every process stops.
+    for (fault_id, _) in timeline.active.clone() {
+        timeline.end_early(fault_id);
+    }
+    while let Some((_, action)) = timeline.next_due(u64::MAX) {
+        if let Action::End(_) = action {
+            apply(action, &mut timeline, &mut cluster, &procs, &journal, &None, dirs, exe, &base, &mut clients)?;
+        }
+    }
+    procs.kill_all();
+    resource.abort();
+    drop(cluster);
+    merge(scenario, run_number(dirs), duration_ns, &nemesis_journal, &clients, servers_of(scenario))
+}
+
+fn servers_of(scenario: &Scenario) -> usize {
+    scenario.cluster.servers
+}
+
+fn run_number(dirs: &RunDirs) -> u64 {
+    dirs.root
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("run-"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
+
+fn spawn_client(
+    procs: &Procs,
+    dirs: &RunDirs,
+    exe: &Path,
+    base: &ClientConfig,
+    client: &mut ClientProc,
+    start_ns: u64,
+) -> Result<(), String> {
+    let stem = format!("{}.{}", client.name, client.incarnation);
+    let journal = dirs.clients().join(format!("{stem}.jsonl"));
+    let config = ClientConfig {
+        name: client.name.clone(),
+        start_ns,
+        journal: journal.clone(),
+        op_base: (client.index as u64 * 16 + client.incarnation + 1) * OP_SPACING,
+        ..base.clone()
+    };
+    let path = dirs.clients().join(format!("{stem}.json"));
+    let text = serde_json::to_string_pretty(&config).expect("client configs serialize");
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut command = std::process::Command::new(exe);
+    command.arg("real-client").arg("--config").arg(&path);
+    // libfaketime, where a client runs under it, must leave the history's clock alone.
+    command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    procs.spawn(&client.name, command, &dirs.clients().join(format!("{stem}.log")))?;
+    client.journals.push(journal);
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Action {
+    Start(usize),
+    End(usize),
+}
+
+/// The plan as start and end actions in time order, and what each active fault hit.
+struct Timeline<'a> {
+    faults: &'a [PlannedFault],
+    pending: Vec<(u64, Action)>,
+    /// Active faults: plan index and the nodes it hit.
+    active: Vec<(usize, Vec<String>)>,
+}
+
+impl<'a> Timeline<'a> {
+    fn new(faults: &'a [PlannedFault]) -> Self {
+        let mut pending = Vec::new();
+        for (i, fault) in faults.iter().enumerate() {
+            pending.push((fault.at.as_nanos() as u64, Action::Start(i)));
+            pending.push((fault.end().as_nanos() as u64, Action::End(i)));
+        }
+        // Ends before starts at one instant, then plan order: a fault that ends as another starts
+        // releases its node first.
+        pending.sort_by_key(|(at, action)| (*at, matches!(action, Action::Start(_)), action_index(*action)));
+        pending.reverse();
+        Timeline { faults, pending, active: Vec::new() }
+    }
+
+    fn next_due(&mut self, now: u64) -> Option<(u64, Action)> {
+        if self.pending.last().is_some_and(|(at, _)| *at <= now) { self.pending.pop() } else { None }
+    }
+
+    fn next_at(&self) -> Option<u64> {
+        self.pending.last().map(|(at, _)| *at)
+    }
+
+    /// Moves the end of an active fault to now (the run is ending).
+    fn end_early(&mut self, index: usize) {
+        self.pending.retain(|(_, action)| !matches!(action, Action::End(i) if *i == index));
+        self.pending.push((0, Action::End(index)));
+    }
+}
+
+fn action_index(action: Action) -> usize {
+    match action {
+        Action::Start(i) | Action::End(i) => i,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply<C: Cluster>(
+    action: Action,
+    timeline: &mut Timeline<'_>,
+    cluster: &mut C,
+    procs: &Procs,
+    journal: &Journal,
+    leader: &Option<String>,
+    dirs: &RunDirs,
+    exe: &Path,
+    base: &ClientConfig,
+    clients: &mut [ClientProc],
+) -> Result<(), String> {
+    match action {
+        Action::Start(index) => {
+            let planned = &timeline.faults[index];
+            let (kind, target) = match &planned.fault {
+                Fault::Pause { target } => (FaultKind::Pause, target),
+                Fault::Crash { target } => (FaultKind::Crash, target),
+                other => unreachable!("checked before the run: {other:?}"),
+            };
+            let Some(node) = resolve(target, cluster, clients, leader, planned.id) else {
+                return Ok(());
+            };
+            let pid = cluster.pid(&node).or_else(|| procs.pids().into_iter().find(|(l, _)| *l == node).map(|(_, p)| p));
+            match kind {
+                FaultKind::Pause => {
+                    if let Some(pid) = pid {
+                        procs::signal(pid, libc::SIGSTOP);
+                    }
+                }
+                _ if cluster.servers().contains(&node) => cluster.crash(&node),
+                _ => procs.kill(&node),
+            }
+            let detail = pid.map(|p| format!("pid {p}")).unwrap_or_default();
+            journal.record(
+                NEMESIS,
+                Event::Fault { fault: planned.id, phase: Phase::Start, kind, targets: vec![node.clone()], detail },
+            );
+            timeline.active.push((index, vec![node]));
+        }
+        Action::End(index) => {
+            let Some(position) = timeline.active.iter().position(|(i, _)| *i == index) else { return Ok(()) };
+            let (_, targets) = timeline.active.remove(position);
+            let planned = &timeline.faults[index];
+            let kind = match planned.fault {
+                Fault::Pause { .. } => FaultKind::Pause,
+                _ => FaultKind::Crash,
+            };
+            for node in &targets {
+                match kind {
+                    FaultKind::Pause => {
+                        let pid = cluster.pid(node).or_else(|| procs.pids().into_iter().find(|(l, _)| l == node).map(|(_, p)| p));
+                        if let Some(pid) = pid {
+                            procs::signal(pid, libc::SIGCONT);
+                        }
+                    }
+                    _ if cluster.servers().contains(node) => cluster.restart(node)?,
+                    _ => {
+                        // A crashed client starts again at once, as in the simulator.
+                        if let Some(client) = clients.iter_mut().find(|c| &c.name == node) {
+                            client.incarnation += 1;
+                            spawn_client(procs, dirs, exe, base, client, 0)?;
+                        }
+                    }
+                }
+            }
+            journal.record(
+                NEMESIS,
+                Event::Fault { fault: planned.id, phase: Phase::End, kind, targets, detail: String::new() },
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The node a fault hits. Random choices (`server`, `client`, `any`, `follower`) are drawn from
+/// the fault's id, so a run of the same plan hits the same nodes.
+fn resolve<C: Cluster>(
+    target: &Target,
+    cluster: &C,
+    clients: &[ClientProc],
+    leader: &Option<String>,
+    id: u64,
+) -> Option<String> {
+    let servers = cluster.servers();
+    let names: Vec<String> = clients.iter().map(|c| c.name.clone()).collect();
+    let pick = |from: &[String]| (!from.is_empty()).then(|| from[(id as usize * 7919) % from.len()].clone());
+    match target {
+        Target::Node(name) => Some(name.clone()),
+        Target::Leader => leader.clone().or_else(|| pick(&servers)),
+        Target::Follower => {
+            let followers: Vec<String> = servers.iter().filter(|s| Some(*s) != leader.as_ref()).cloned().collect();
+            pick(&followers)
+        }
+        Target::AnyServer => pick(&servers),
+        Target::AnyClient => pick(&names),
+        Target::AnyNode => pick(&[servers, names].concat()),
+    }
+}
+
+/// Joins the journals into one history (entries in true-time order; ties keep journal order).
+fn merge(
+    scenario: &Scenario,
+    run: u64,
+    duration_ns: u64,
+    nemesis: &Path,
+    clients: &[ClientProc],
+    servers: usize,
+) -> Result<History, String> {
+    let mut entries = journal::read(nemesis)?;
+    for client in clients {
+        for path in &client.journals {
+            // A client killed before it wrote anything leaves no journal.
+            if path.exists() {
+                entries.extend(journal::read(path)?);
+            }
+        }
+    }
+    entries.sort_by_key(|entry| entry.time_ns);
+    let last = entries.last().map_or(0, |e| e.time_ns);
+    let mut nodes: Vec<NodeInfo> =
+        (1..=servers).map(|i| NodeInfo { name: format!("s{i}"), role: NodeRole::Server }).collect();
+    nodes.extend(clients.iter().map(|c| NodeInfo { name: c.name.clone(), role: NodeRole::Client }));
+    nodes.push(NodeInfo { name: RESOURCE.to_string(), role: NodeRole::Resource });
+    let history = History {
+        schema: SCHEMA.to_string(),
+        scenario: scenario.name.clone(),
+        seed: run,
+        duration_ns: duration_ns.max(last),
+        nodes,
+        entries,
+    };
+    history.validate().map_err(|error| format!("the merged history is invalid (a bug in coordsim real): {error}"))?;
+    Ok(history)
+}

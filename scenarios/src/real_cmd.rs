@@ -1,0 +1,214 @@
+//! `coordsim real ...`: the scenario's workload and fault plan against a real etcd cluster or
+//! ZooKeeper ensemble on this machine (crate coordsim-real, cargo feature `real`), with the same
+//! history, verdicts and report.html as a simulated run. `coordsim real doctor` says what is
+//! missing; `coordsim real-client` is the client process a run starts.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::load::{self, InputError};
+
+#[derive(Args, Debug)]
+pub struct RealArgs {
+    #[command(subcommand)]
+    command: RealCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum RealCommand {
+    /// Report which of the programs a real run needs are installed (install them with
+    /// scripts/install-real.sh).
+    Doctor,
+    /// Run a scenario against a real 3-member etcd cluster (Debian's etcd-server).
+    Etcd(RunArgs),
+    /// Run a scenario against a real ZooKeeper ensemble (Debian's zookeeper).
+    Zookeeper(RunArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// A library name or a path to a scenario file (a lock workload with pause/crash faults).
+    scenario: String,
+    /// Runs, one after the other, each on a fresh cluster; run N draws [chaos] faults with seed N.
+    #[arg(long, default_value_t = 1)]
+    runs: u64,
+    /// Output folder; run N writes <out>/<system>/<scenario>/run-N/ (history.json, summary.json,
+    /// report.html, and the cluster's and clients' logs and data).
+    #[arg(long, default_value = "target/coordsim/real")]
+    out: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SystemArg {
+    Etcd,
+    Zookeeper,
+}
+
+/// `coordsim real-client --config <file>` (started by a real run, not by people).
+#[derive(Args, Debug)]
+pub struct ClientArgs {
+    #[arg(long)]
+    config: PathBuf,
+}
+
+/// What a real run needs on the machine: (what, path, needed for).
+const PROGRAMS: [(&str, &str, &str); 4] = [
+    ("etcd", "/usr/bin/etcd", "coordsim real etcd (Debian etcd-server)"),
+    ("java", "/usr/bin/java", "coordsim real zookeeper (a JRE; Debian zookeeper brings one)"),
+    ("zookeeper.jar", "/usr/share/java/zookeeper.jar", "coordsim real zookeeper (Debian zookeeper)"),
+    ("protoc", "/usr/bin/protoc", "building with --features real: the etcd client's protobuf code (Debian protobuf-compiler)"),
+];
+
+pub fn run(args: RealArgs) -> Result<ExitCode, InputError> {
+    match args.command {
+        RealCommand::Doctor => Ok(doctor()),
+        RealCommand::Etcd(run) => run_real(&run, SystemArg::Etcd),
+        RealCommand::Zookeeper(run) => run_real(&run, SystemArg::Zookeeper),
+    }
+}
+
+fn doctor() -> ExitCode {
+    let mut missing = 0;
+    for (name, path, purpose) in PROGRAMS {
+        let found = Path::new(path).exists();
+        missing += usize::from(!found);
+        crate::outln!("{:<14} {:<8} {path}  ({purpose})", name, if found { "ok" } else { "MISSING" });
+    }
+    let built = cfg!(feature = "real");
+    crate::outln!(
+        "{:<14} {:<8} this coordsim binary{}",
+        "feature real",
+        if built { "ok" } else { "MISSING" },
+        if built { "" } else { ": build it with `cargo coordsim-real ...` (cargo run --features real)" }
+    );
+    missing += usize::from(!built);
+    if missing == 0 {
+        crate::outln!("ready: coordsim real etcd|zookeeper <scenario>");
+        ExitCode::SUCCESS
+    } else {
+        crate::outln!("{missing} missing: run scripts/install-real.sh (Debian packages), then build with --features real");
+        ExitCode::from(1)
+    }
+}
+
+#[cfg(not(feature = "real"))]
+fn run_real(_: &RunArgs, _: SystemArg) -> Result<ExitCode, InputError> {
+    Err(InputError::Usage(
+        "this coordsim was built without real-cluster support: run `cargo coordsim-real real ...` \
+         (the `real` feature; scripts/install-real.sh installs what it needs)"
+            .into(),
+    ))
+}
+
+#[cfg(not(feature = "real"))]
+pub fn client(_: ClientArgs) -> Result<ExitCode, InputError> {
+    Err(InputError::Usage("built without the `real` feature".into()))
+}
+
+#[cfg(feature = "real")]
+pub fn client(args: ClientArgs) -> Result<ExitCode, InputError> {
+    coordsim_real::client_main::main(&args.config).map_err(InputError::Usage)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "real")]
+fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
+    use coordsim_checker::properties::Property;
+    use coordsim_real::System;
+
+    let system = match system {
+        SystemArg::Etcd => System::Etcd,
+        SystemArg::Zookeeper => System::Zookeeper,
+    };
+    if args.runs == 0 || args.runs > 1000 {
+        return Err(InputError::Usage(format!("--runs {} must be between 1 and 1000", args.runs)));
+    }
+    let loaded = load::resolve(&args.scenario)?;
+    let scenario = &loaded.scenario;
+    // Refuse before starting anything: the same check the run makes, with the file's name.
+    coordsim_real::run::check(scenario, system, 1)
+        .map_err(|e| InputError::Usage(format!("{}: {e} (against a real {} cluster)", loaded.source, system.name())))?;
+    for (_, path, purpose) in PROGRAMS.iter().take(3) {
+        let needed = match system {
+            System::Etcd => purpose.contains("real etcd"),
+            System::Zookeeper => purpose.contains("real zookeeper"),
+        };
+        if needed && !Path::new(path).exists() {
+            return Err(InputError::Usage(format!("{path} is missing: run scripts/install-real.sh (`coordsim real doctor`)")));
+        }
+    }
+    let exe = std::env::current_exe().map_err(|error| InputError::Io { path: "current executable".into(), error })?;
+    let not_judged: Vec<&str> =
+        Property::ALL.iter().filter(|p| !coordsim_real::JUDGED.contains(p)).map(|p| p.id()).collect();
+    crate::outln!(
+        "{} ({}) on real {}: {} run{} (not judged on a real cluster: {})",
+        scenario.name,
+        loaded.source,
+        system.name(),
+        args.runs,
+        if args.runs == 1 { "" } else { "s" },
+        not_judged.join(", ")
+    );
+    let mut unexpected = Vec::new();
+    for run in 1..=args.runs {
+        let dir = args.out.join(system.name()).join(&scenario.name).join(format!("run-{run}"));
+        fresh_dir(&dir)?;
+        let started = std::time::Instant::now();
+        let history = coordsim_real::run_blocking(scenario, system, run, &dir, &exe).map_err(InputError::Usage)?;
+        let mut summary = crate::sweep::evaluate_judged(scenario, &loaded.arg, &history, &coordsim_real::JUDGED);
+        summary.replay = format!("cargo coordsim-real real {} {} --runs {run}", system.name(), loaded.arg);
+        let io = |error, path: &Path| InputError::Io { path: path.display().to_string(), error };
+        let history_path = dir.join("history.json");
+        std::fs::write(&history_path, history.to_json()).map_err(|e| io(e, &history_path))?;
+        let summary_path = dir.join("summary.json");
+        std::fs::write(&summary_path, summary.to_json()).map_err(|e| io(e, &summary_path))?;
+        let report = crate::report_cmd::write_run_report(&dir, &history, Some(&summary), Some(scenario))?;
+        let verdicts: Vec<String> = summary
+            .outcomes
+            .iter()
+            .map(|o| format!("{}={}{}", o.report.property, o.report.verdict, if o.as_expected { "" } else { "!" }))
+            .collect();
+        let status = if summary.as_expected { "ok      " } else { "MISMATCH" };
+        crate::outln!("  run {run:>3}  {status}  {}  ({:.1} s)", verdicts.join(" "), started.elapsed().as_secs_f64());
+        for outcome in summary.outcomes.iter().filter(|o| o.report.verdict == coordsim_checker::verdict::Verdict::Fail) {
+            if let Some(finding) = outcome.report.findings.first() {
+                crate::outln!("           {}: {}", outcome.report.property, finding.message);
+            }
+        }
+        crate::outln!("           report: {}", report.display());
+        if !summary.as_expected {
+            unexpected.push(summary.replay.clone());
+        }
+    }
+    if unexpected.is_empty() {
+        crate::outln!("all {} runs as expected", args.runs);
+        Ok(ExitCode::SUCCESS)
+    } else {
+        crate::outln!("{} of {} runs NOT as expected (the scenario's verdicts are the simulator's):", unexpected.len(), args.runs);
+        for command in &unexpected {
+            crate::outln!("  {command}");
+        }
+        Ok(ExitCode::from(1))
+    }
+}
+
+/// Empties a run folder left by an earlier real run (its cluster data must not be reused); any
+/// other non-empty folder is the user's and is refused.
+#[cfg(feature = "real")]
+fn fresh_dir(dir: &Path) -> Result<(), InputError> {
+    let io = |error| InputError::Io { path: dir.display().to_string(), error };
+    if dir.exists() {
+        let ours = dir.join("nemesis.jsonl").exists() || dir.join("cluster").exists();
+        let empty = std::fs::read_dir(dir).map_err(io)?.next().is_none();
+        if !ours && !empty {
+            return Err(InputError::Usage(format!(
+                "{} exists and is not a coordsim real run's folder: choose another --out",
+                dir.display()
+            )));
+        }
+        std::fs::remove_dir_all(dir).map_err(io)?;
+    }
+    std::fs::create_dir_all(dir).map_err(io)
+}
