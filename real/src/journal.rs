@@ -50,7 +50,13 @@ impl Journal {
     }
 
     pub fn record(&self, node: &str, event: Event) {
-        let entry = Entry { time_ns: self.now_ns(), node: node.to_string(), event };
+        self.record_at(self.now_ns(), node, event);
+    }
+
+    /// Records an entry at an earlier true time (an observer that learns of an event late, but
+    /// knows when it happened at the latest); the merge sorts entries by time.
+    pub fn record_at(&self, time_ns: u64, node: &str, event: Event) {
+        let entry = Entry { time_ns, node: node.to_string(), event };
         let mut line = serde_json::to_string(&entry).expect("history entries serialize");
         line.push('\n');
         let mut file = self.file.lock().expect("journal lock poisoned");

@@ -27,8 +27,9 @@ const NEMESIS: &str = "nemesis";
 pub const RESOURCE: &str = "resource";
 /// Operation ids of client incarnation k of client i start at `(i * 16 + k + 1) * OP_SPACING`.
 const OP_SPACING: u64 = 1_000_000;
-/// How often the orchestrator asks who leads, for `role` records and `leader` targets.
-const ROLE_POLL: Duration = Duration::from_millis(250);
+/// How often the orchestrator asks who leads (for `role` records and `leader` targets) and which
+/// leases or sessions live (for `lease_expiry` records).
+const ROLE_POLL: Duration = Duration::from_millis(100);
 
 /// Why a scenario cannot run against a real system; names the scenario's field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -191,6 +192,7 @@ async fn drive<C: Cluster>(
     let mut timeline = Timeline::new(faults);
     let mut last_leader: Option<String> = None;
     let mut term = 0u64;
+    let mut sessions = Sessions::default();
     loop {
         let now = journal.now_ns();
         if now >= duration_ns {
@@ -203,6 +205,7 @@ async fn drive<C: Cluster>(
             journal.record(leader.as_deref().unwrap_or_default(), Event::Role { role: RaftRole::Leader, term });
             last_leader = leader.clone();
         }
+        observe_sessions(&cluster, &journal, leader.as_deref(), &mut sessions).await;
         while let Some((_, action)) = timeline.next_due(journal.now_ns()) {
             apply(action, &mut timeline, &mut cluster, &procs, &journal, &leader, dirs, exe, &base, &mut clients)?;
         }
@@ -223,6 +226,35 @@ async fn drive<C: Cluster>(
     resource.abort();
     drop(cluster);
     merge(scenario, run_number(dirs), duration_ns, &nemesis_journal, &clients, servers_of(scenario))
+}
+
+/// Leases (sessions) seen alive, with the last true time each was seen.
+#[derive(Default)]
+struct Sessions {
+    alive: std::collections::BTreeMap<i64, u64>,
+}
+
+/// Records a `lease_expiry` for each lease that was alive at the last look and is gone now.
+///
+/// A real cluster does not say when it expired a lease; the orchestrator asks every
+/// [`ROLE_POLL`] which leases live (etcd: LeaseLeases; ZooKeeper: the session tracker in the
+/// leader's `dump`) and records a vanished one just after it was last seen alive: no later than
+/// the expiry, so before the wakeups the expiry caused, and less than a poll early. Clients never
+/// revoke their leases, so a vanished lease expired (a ZooKeeper session closed by its client, when
+/// it leaves a session behind, counts too: its nodes go the same way).
+async fn observe_sessions<C: Cluster>(cluster: &C, journal: &Journal, leader: Option<&str>, seen: &mut Sessions) {
+    // Seen alive at the latest when the question was asked: an answer reflects a moment after it.
+    let asked = journal.now_ns();
+    let Some(live) = cluster.sessions().await else { return };
+    let recorder = leader.unwrap_or("s1");
+    let gone: Vec<(i64, u64)> = seen.alive.iter().filter(|(id, _)| !live.contains(id)).map(|(id, t)| (*id, *t)).collect();
+    for (lease, last_seen) in gone {
+        journal.record_at(last_seen + 1, recorder, Event::LeaseExpiry { lease });
+        seen.alive.remove(&lease);
+    }
+    for lease in live {
+        seen.alive.insert(lease, asked);
+    }
 }
 
 fn servers_of(scenario: &Scenario) -> usize {

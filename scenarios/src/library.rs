@@ -31,6 +31,8 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("herd-free-mutex", include_str!("../library/herd-free-mutex.toml")),
     ("zk-queue-lock", include_str!("../library/zk-queue-lock.toml")),
     ("zk-herd-lock", include_str!("../library/zk-herd-lock.toml")),
+    ("zk-split-brain-gc-pause", include_str!("../library/zk-split-brain-gc-pause.toml")),
+    ("zk-split-brain-gc-pause-fenced", include_str!("../library/zk-split-brain-gc-pause-fenced.toml")),
     ("lost-wakeup", include_str!("../library/lost-wakeup.toml")),
     ("lost-wakeup-fixed", include_str!("../library/lost-wakeup-fixed.toml")),
     ("orphaned-sequential-node", include_str!("../library/orphaned-sequential-node.toml")),

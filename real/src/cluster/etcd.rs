@@ -136,6 +136,16 @@ impl Cluster for EtcdCluster {
         None
     }
 
+    async fn sessions(&self) -> Option<std::collections::BTreeSet<i64>> {
+        let ask = async {
+            let options = etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(300));
+            let mut client = etcd_client::Client::connect(self.client_endpoints(), Some(options)).await?;
+            let leases = client.leases().await?;
+            Ok::<_, etcd_client::Error>(leases.leases().iter().map(|l| l.id()).collect())
+        };
+        tokio::time::timeout(Duration::from_millis(500), ask).await.ok()?.ok()
+    }
+
     fn crash(&mut self, server: &str) {
         self.procs.kill(server);
     }

@@ -22,6 +22,9 @@ pub trait Cluster {
     fn pid(&self, server: &str) -> Option<u32>;
     /// Which server leads now, if the cluster says.
     async fn leader(&self) -> Option<String>;
+    /// The leases (etcd) or sessions (ZooKeeper) the cluster holds now; `None` when it could not
+    /// say (no leader, a server paused).
+    async fn sessions(&self) -> Option<std::collections::BTreeSet<i64>>;
     /// Kills a server (SIGKILL: a crash; what it did not fsync is lost, as on power loss).
     fn crash(&mut self, server: &str);
     /// Starts a crashed server again on its data directory.

@@ -51,7 +51,7 @@ impl ZkEnsemble {
             std::fs::write(data.join("myid"), format!("{}\n", i + 1)).map_err(|e| e.to_string())?;
             let mut text = format!(
                 "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={client_port}\n\
-                 clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok\n",
+                 clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,dump\n",
                 data.display()
             );
             if count > 1 {
@@ -102,14 +102,34 @@ impl ZkEnsemble {
     }
 }
 
-/// The server's mode by the `srvr` four-letter word: leader, follower or standalone.
-fn mode(port: u16) -> Option<String> {
+/// The answer to a four-letter word.
+fn four_letter(port: u16, word: &[u8]) -> Option<String> {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_millis(300))).ok()?;
-    stream.write_all(b"srvr").ok()?;
+    stream.write_all(word).ok()?;
     let mut text = String::new();
     stream.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// The server's mode by the `srvr` four-letter word: leader, follower or standalone.
+fn mode(port: u16) -> Option<String> {
+    let text = four_letter(port, b"srvr")?;
     text.lines().find_map(|line| line.strip_prefix("Mode: ").map(|m| m.trim().to_string()))
+}
+
+/// The live sessions in a `dump` answer: the session tracker's section (on the leader, or a
+/// standalone server) lists every session id, in hex, under its expiry bucket.
+pub fn sessions_in_dump(text: &str) -> Option<std::collections::BTreeSet<i64>> {
+    let start = text.find("SessionTracker dump:")?;
+    let end = text[start..].find("ephemeral nodes dump:").map_or(text.len(), |i| start + i);
+    let sessions = text[start..end]
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("0x"))
+        .filter_map(|hex| u64::from_str_radix(hex.trim_end_matches(':'), 16).ok())
+        .map(|id| id as i64)
+        .collect();
+    Some(sessions)
 }
 
 impl Cluster for ZkEnsemble {
@@ -127,6 +147,11 @@ impl Cluster for ZkEnsemble {
 
     async fn leader(&self) -> Option<String> {
         self.servers.iter().find(|s| mode(s.client_port).is_some_and(|m| m == "leader")).map(|s| s.name.clone())
+    }
+
+    async fn sessions(&self) -> Option<std::collections::BTreeSet<i64>> {
+        let lead = self.servers.iter().find(|s| mode(s.client_port).is_some_and(|m| m == "leader" || m == "standalone"))?;
+        sessions_in_dump(&four_letter(lead.client_port, b"dump")?)
     }
 
     fn crash(&mut self, server: &str) {
