@@ -98,3 +98,43 @@ pub fn read(path: &Path) -> Result<Vec<Entry>, String> {
     }
     Ok(entries)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coordsim_checker::history::Phase;
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("coordsim-journal-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("c1.jsonl")
+    }
+
+    #[test]
+    fn a_journal_reads_back_in_order_with_op_ids_from_its_base() {
+        let path = temp("order");
+        let journal = Journal::create(&path, monotonic_ns(), 5_000_000).unwrap();
+        let op = journal.invoke("c1", Call::LeaseGrant { ttl_ms: 5000 });
+        journal.ok("c1", op, Return::LeaseGranted { lease: 7, ttl_ms: 5000 });
+        journal.record("c1", Event::Belief { lock: "/l".into(), token: 3, phase: Phase::Start, reason: None });
+        let entries = read(&path).unwrap();
+        assert_eq!(op, 5_000_000);
+        assert_eq!(entries.len(), 3);
+        assert!(entries.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+        assert!(matches!(entries[1].event, Event::Ok { op: 5_000_000, .. }));
+    }
+
+    #[test]
+    fn a_line_cut_short_by_a_kill_is_dropped_but_a_bad_line_inside_is_an_error() {
+        let path = temp("cut");
+        let journal = Journal::create(&path, monotonic_ns(), 0).unwrap();
+        journal.record("c1", Event::LeaseExpiry { lease: 1 });
+        drop(journal);
+        let whole = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{whole}{{\"time_ns\":12,\"no")).unwrap();
+        assert_eq!(read(&path).unwrap().len(), 1);
+        std::fs::write(&path, format!("{{\"time_ns\":12,\"no\n{whole}")).unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(error.contains("c1.jsonl:1:"), "{error}");
+    }
+}

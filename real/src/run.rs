@@ -484,3 +484,59 @@ fn merge(
     history.validate().map_err(|error| format!("the merged history is invalid (a bug in coordsim real): {error}"))?;
     Ok(history)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(text: &str) -> Scenario {
+        toml::from_str(text).expect("a scenario")
+    }
+
+    const BASE: &str = r#"
+name = "t"
+summary = "s"
+description = "d"
+duration = "10s"
+[cluster]
+servers = 3
+[lock]
+recipe = "etcd-mutex"
+name = "/locks/r"
+ttl = "5s"
+[resource]
+mode = "fenced"
+[clients]
+count = 2
+"#;
+
+    #[test]
+    fn a_lock_scenario_with_a_pause_runs_on_etcd_but_not_on_zookeeper() {
+        let s = scenario(&format!("{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"pause\"\ntarget = \"c1\"\n"));
+        assert_eq!(check(&s, System::Etcd, 1).unwrap().len(), 1);
+        let error = check(&s, System::Zookeeper, 1).unwrap_err();
+        assert_eq!(error.field, "lock.recipe");
+    }
+
+    #[test]
+    fn partitions_and_server_bug_switches_are_refused_by_field() {
+        let partition = format!("{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"partition\"\nshape = \"isolate\"\ntarget = \"leader\"\n");
+        let error = check(&scenario(&partition), System::Etcd, 1).unwrap_err();
+        assert!(error.field.starts_with("nemesis fault 1"), "{error}");
+        let bug = format!("{BASE}[bugs]\nttl_reset_on_leader_change = true\n");
+        assert_eq!(check(&scenario(&bug), System::Etcd, 1).unwrap_err().field, "bugs.ttl_reset_on_leader_change");
+    }
+
+    #[test]
+    fn the_timeline_ends_a_fault_before_one_starting_at_the_same_instant() {
+        let s = scenario(&format!(
+            "{BASE}[[nemesis]]\nat = \"1s\"\nfor = \"1s\"\nkind = \"pause\"\ntarget = \"c1\"\n\
+             [[nemesis]]\nat = \"2s\"\nfor = \"1s\"\nkind = \"pause\"\ntarget = \"c1\"\n"
+        ));
+        let faults = check(&s, System::Etcd, 1).unwrap();
+        let mut timeline = Timeline::new(&faults);
+        let order: Vec<String> =
+            std::iter::from_fn(|| timeline.next_due(u64::MAX)).map(|(at, a)| format!("{at}:{a:?}")).collect();
+        assert_eq!(order, ["1000000000:Start(0)", "2000000000:End(0)", "2000000000:Start(1)", "3000000000:End(1)"]);
+    }
+}

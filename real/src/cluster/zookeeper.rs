@@ -163,3 +163,26 @@ impl Cluster for ZkEnsemble {
         self.launch(index)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sessions_in_dump;
+
+    /// ZooKeeper 3.8.0's `dump` on a leader (as read here): sessions under expiry buckets, then
+    /// the ephemeral nodes per session (which must not count: a session can live without nodes).
+    const DUMP: &str = "SessionTracker dump:\nSession Sets (2)/(2):\n0 expire at Tue Dec 01 17:43:57 UTC 2026:\n\
+        \t0x1000a2b3c4d0000\n1 expire at Tue Dec 01 17:44:00 UTC 2026:\n\t0x2000a2b3c4d0001\n\
+        ephemeral nodes dump:\nSessions with Ephemerals (1):\n0x3000000000000009:\n\t/locks/resource/lock-c1\n";
+
+    #[test]
+    fn live_sessions_come_from_the_session_tracker_only() {
+        let sessions = sessions_in_dump(DUMP).expect("a dump with a session tracker");
+        let expected: Vec<i64> = vec![0x1000a2b3c4d0000, 0x2000a2b3c4d0001];
+        assert_eq!(sessions.into_iter().collect::<Vec<_>>(), expected);
+    }
+
+    #[test]
+    fn a_follower_dump_without_a_tracker_says_nothing() {
+        assert_eq!(sessions_in_dump("ephemeral nodes dump:\nSessions with Ephemerals (0):\n"), None);
+    }
+}
