@@ -70,17 +70,24 @@ impl Semaphore {
         self.count()
     }
 
-    /// Count the keys ahead of ours (and find the oldest).
+    /// Read the keys ahead of ours, oldest first, up to `permits` of them.
+    ///
+    /// They are counted from the keys returned, not from the response's `count`: etcd's count is
+    /// the number of keys in the range before the create-revision filter prunes them (apply.go
+    /// sets it from the store's range, then prunes), so it counts the waiters behind us too, and a
+    /// recipe that trusts it waits for ever (found by running this recipe against real etcd 3.4).
+    /// With a filter, etcd applies the limit after pruning and sorting.
     pub fn count(&self) -> SemaphoreStep {
         let mut request = RangeRequest::new(KeyRange::Prefix(format!("{}/", self.prefix)));
         request.max_create_revision = self.my_revision - 1;
         request.sort = Some((SortTarget::CreateRevision, SortOrder::Ascend));
-        request.limit = 1;
+        request.limit = self.permits as usize;
+        request.keys_only = true;
         SemaphoreStep::Range(request)
     }
 
     pub fn on_counted(&self, response: RangeResponse) -> SemaphoreStep {
-        if response.count < self.permits as usize {
+        if response.kvs.len() < self.permits as usize {
             return SemaphoreStep::Acquired { key: self.key.clone(), token: self.my_revision };
         }
         match response.kvs.first() {
