@@ -21,6 +21,7 @@ pub mod cluster;
 pub mod config;
 pub mod etcd;
 pub mod journal;
+pub mod netns;
 pub mod procs;
 pub mod resource;
 pub mod run;

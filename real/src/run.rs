@@ -6,15 +6,17 @@
 //! The orchestrator runs on a current-thread runtime on the calling thread: every child is then
 //! spawned by that thread, which `PR_SET_PDEATHSIG` ties the children's lives to.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use coordsim_checker::history::{Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA};
-use coordsim_sim::nemesis::plan::{self, Fault, PlannedFault, Target};
+use coordsim_sim::nemesis::links::{self, Link};
+use coordsim_sim::nemesis::plan::{self, Fault, Partition, PlannedFault, Target};
 use coordsim_sim::scenario::{Recipe, Scenario};
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Hosts};
 use crate::cluster::etcd::EtcdCluster;
 use crate::cluster::zookeeper::ZkEnsemble;
 use crate::config::{ClientConfig, System};
@@ -89,9 +91,11 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
         match &fault.fault {
             Fault::Pause { .. } | Fault::Crash { .. } => {}
             Fault::Partition { .. } => {
-                return Err(unsupported(field, "partitions of real processes (network namespaces) are not built yet"));
+                if let Some(reason) = crate::netns::unavailable() {
+                    return Err(unsupported(field, format!("partitions need a network namespace per node: {reason}")));
+                }
             }
-            _ => return Err(unsupported(field, "only pause and crash faults reach real processes so far")),
+            _ => return Err(unsupported(field, "only pause, crash and partition faults reach real processes so far")),
         }
     }
     Ok(faults)
@@ -120,16 +124,26 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
     for folder in [dirs.cluster(), dirs.clients()] {
         std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
     }
-    let procs = Arc::new(Procs::default());
     let servers = scenario.cluster.servers;
+    // Namespaces only when a partition needs them: they need root, and loopback is simpler.
+    let mut hosts = Hosts::default();
+    if faults.iter().any(|f| matches!(f.fault, Fault::Partition { .. })) {
+        let nodes: Vec<String> = (1..=servers)
+            .map(|i| format!("s{i}"))
+            .chain((1..=scenario.clients.count).map(|i| format!("c{i}")))
+            .collect();
+        hosts.net = Some(Arc::new(crate::netns::Network::create(&nodes)?));
+    }
+    // Declared after `hosts`, so dropped first: the processes die before their namespaces go.
+    let procs = Arc::new(Procs::default());
     match system {
         System::Etcd => {
-            let cluster = EtcdCluster::start(&dirs.cluster(), servers, procs.clone()).await?;
-            drive(scenario, system, &dirs, exe, cluster, &faults, procs).await
+            let cluster = EtcdCluster::start(&dirs.cluster(), servers, procs.clone(), hosts.clone()).await?;
+            drive(scenario, system, &dirs, exe, cluster, &faults, procs, &hosts).await
         }
         System::Zookeeper => {
-            let cluster = ZkEnsemble::start(&dirs.cluster(), servers, procs.clone()).await?;
-            drive(scenario, system, &dirs, exe, cluster, &faults, procs).await
+            let cluster = ZkEnsemble::start(&dirs.cluster(), servers, procs.clone(), hosts.clone()).await?;
+            drive(scenario, system, &dirs, exe, cluster, &faults, procs, &hosts).await
         }
     }
 }
@@ -150,13 +164,15 @@ async fn drive<C: Cluster>(
     mut cluster: C,
     faults: &[PlannedFault],
     procs: Arc<Procs>,
+    hosts: &Hosts,
 ) -> Result<History, String> {
     let lock = scenario.lock.as_ref().expect("checked: a lock scenario");
     let resource_mode = scenario.resource.as_ref().expect("validated: a lock workload has a resource").mode;
     let epoch_ns = journal::monotonic_ns();
     let nemesis_journal = dirs.root.join("nemesis.jsonl");
     let journal = Arc::new(Journal::create(&nemesis_journal, epoch_ns, 0).map_err(|e| e.to_string())?);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
+    let bind = hosts.net.as_ref().map_or_else(|| "127.0.0.1:0".to_string(), |net| format!("{}:0", net.bridge_ip()));
+    let listener = tokio::net::TcpListener::bind(&bind).await.map_err(|e| format!("{bind}: {e}"))?;
     let resource_addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
     let resource = tokio::spawn(crate::resource::serve(listener, RESOURCE.to_string(), resource_mode, journal.clone()));
     let duration_ns = scenario.duration.0.as_nanos() as u64;
@@ -186,7 +202,7 @@ async fn drive<C: Cluster>(
     for index in 0..scenario.clients.count {
         let start = scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32;
         let mut client = ClientProc { name: format!("c{}", index + 1), index, incarnation: 0, journals: Vec::new() };
-        spawn_client(&procs, dirs, exe, &base, &mut client, start.as_nanos() as u64)?;
+        spawn_client(&procs, hosts, dirs, exe, &base, &mut client, start.as_nanos() as u64)?;
         clients.push(client);
     }
     let mut timeline = Timeline::new(faults);
@@ -207,7 +223,7 @@ async fn drive<C: Cluster>(
         }
         observe_sessions(&cluster, &journal, leader.as_deref(), &mut sessions).await;
         while let Some((_, action)) = timeline.next_due(journal.now_ns()) {
-            apply(action, &mut timeline, &mut cluster, &procs, &journal, &leader, dirs, exe, &base, &mut clients)?;
+            apply(action, &mut timeline, &mut cluster, &procs, hosts, &journal, &leader, dirs, exe, &base, &mut clients)?;
         }
         let next = timeline.next_at().unwrap_or(u64::MAX).min(duration_ns);
         let wait = Duration::from_nanos(next.saturating_sub(journal.now_ns())).min(ROLE_POLL);
@@ -219,7 +235,7 @@ async fn drive<C: Cluster>(
     }
     while let Some((_, action)) = timeline.next_due(u64::MAX) {
         if let Action::End(_) = action {
-            apply(action, &mut timeline, &mut cluster, &procs, &journal, &None, dirs, exe, &base, &mut clients)?;
+            apply(action, &mut timeline, &mut cluster, &procs, hosts, &journal, &None, dirs, exe, &base, &mut clients)?;
         }
     }
     procs.kill_all();
@@ -272,6 +288,7 @@ fn run_number(dirs: &RunDirs) -> u64 {
 
 fn spawn_client(
     procs: &Procs,
+    hosts: &Hosts,
     dirs: &RunDirs,
     exe: &Path,
     base: &ClientConfig,
@@ -294,6 +311,7 @@ fn spawn_client(
     command.arg("real-client").arg("--config").arg(&path);
     // libfaketime, where a client runs under it, must leave the history's clock alone.
     command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    let command = hosts.command(&client.name, command);
     procs.spawn(&client.name, command, &dirs.clients().join(format!("{stem}.log")))?;
     client.journals.push(journal);
     Ok(())
@@ -311,6 +329,8 @@ struct Timeline<'a> {
     pending: Vec<(u64, Action)>,
     /// Active faults: plan index and the nodes it hit.
     active: Vec<(usize, Vec<String>)>,
+    /// The links each active partition cuts, by plan index.
+    cuts: std::collections::BTreeMap<usize, BTreeSet<Link>>,
 }
 
 impl<'a> Timeline<'a> {
@@ -324,7 +344,7 @@ impl<'a> Timeline<'a> {
         // releases its node first.
         pending.sort_by_key(|(at, action)| (*at, matches!(action, Action::Start(_)), action_index(*action)));
         pending.reverse();
-        Timeline { faults, pending, active: Vec::new() }
+        Timeline { faults, pending, active: Vec::new(), cuts: std::collections::BTreeMap::new() }
     }
 
     fn next_due(&mut self, now: u64) -> Option<(u64, Action)> {
@@ -354,6 +374,7 @@ fn apply<C: Cluster>(
     timeline: &mut Timeline<'_>,
     cluster: &mut C,
     procs: &Procs,
+    hosts: &Hosts,
     journal: &Journal,
     leader: &Option<String>,
     dirs: &RunDirs,
@@ -364,6 +385,22 @@ fn apply<C: Cluster>(
     match action {
         Action::Start(index) => {
             let planned = &timeline.faults[index];
+            if let Fault::Partition { shape } = &planned.fault {
+                let net = hosts.net.as_ref().expect("a plan with partitions runs in namespaces");
+                let (cut, targets, detail) = partition(shape, cluster, clients, leader, planned.id);
+                timeline.cuts.insert(index, cut);
+                net.apply(&timeline.cuts.values().flatten().cloned().collect())?;
+                let event = Event::Fault {
+                    fault: planned.id,
+                    phase: Phase::Start,
+                    kind: FaultKind::Partition,
+                    targets: targets.clone(),
+                    detail,
+                };
+                journal.record(NEMESIS, event);
+                timeline.active.push((index, targets));
+                return Ok(());
+            }
             let (kind, target) = match &planned.fault {
                 Fault::Pause { target } => (FaultKind::Pause, target),
                 Fault::Crash { target } => (FaultKind::Crash, target),
@@ -393,6 +430,14 @@ fn apply<C: Cluster>(
             let Some(position) = timeline.active.iter().position(|(i, _)| *i == index) else { return Ok(()) };
             let (_, targets) = timeline.active.remove(position);
             let planned = &timeline.faults[index];
+            if timeline.cuts.remove(&index).is_some() {
+                let net = hosts.net.as_ref().expect("a plan with partitions runs in namespaces");
+                net.apply(&timeline.cuts.values().flatten().cloned().collect())?;
+                let event =
+                    Event::Fault { fault: planned.id, phase: Phase::End, kind: FaultKind::Partition, targets, detail: String::new() };
+                journal.record(NEMESIS, event);
+                return Ok(());
+            }
             let kind = match planned.fault {
                 Fault::Pause { .. } => FaultKind::Pause,
                 _ => FaultKind::Crash,
@@ -410,7 +455,7 @@ fn apply<C: Cluster>(
                         // A crashed client starts again at once, as in the simulator.
                         if let Some(client) = clients.iter_mut().find(|c| &c.name == node) {
                             client.incarnation += 1;
-                            spawn_client(procs, dirs, exe, base, client, 0)?;
+                            spawn_client(procs, hosts, dirs, exe, base, client, 0)?;
                         }
                     }
                 }
@@ -446,6 +491,56 @@ fn resolve<C: Cluster>(
         Target::AnyServer => pick(&servers),
         Target::AnyClient => pick(&names),
         Target::AnyNode => pick(&[servers, names].concat()),
+    }
+}
+
+/// The links a partition cuts, the nodes it names and its description, as the simulator's
+/// nemesis draws them (sim/src/nemesis/mod.rs), with the server order rotated by the fault's id
+/// where the simulator shuffles it. The resource stays reachable: it is not a node of the network.
+fn partition<C: Cluster>(
+    shape: &Partition,
+    cluster: &C,
+    clients: &[ClientProc],
+    leader: &Option<String>,
+    id: u64,
+) -> (BTreeSet<Link>, Vec<String>, String) {
+    let servers = cluster.servers();
+    let names: Vec<String> = clients.iter().map(|c| c.name.clone()).collect();
+    let all: Vec<String> = servers.iter().chain(&names).cloned().collect();
+    let node = |target: &Target| resolve(target, cluster, clients, leader, id).unwrap_or_else(|| servers[0].clone());
+    let mut order = servers.clone();
+    order.rotate_left(id as usize % servers.len().max(1));
+    match shape {
+        Partition::Isolate(target) => {
+            let member = node(target);
+            (links::isolate(&member, &all), vec![member.clone()], format!("isolate {member}"))
+        }
+        Partition::CutFromServers(target) => {
+            let member = node(target);
+            let detail = format!("{member} cut from the other servers");
+            (links::between(std::slice::from_ref(&member), &servers), vec![member], detail)
+        }
+        Partition::MajorityMinority => {
+            let (cut, minority, majority) = links::majority_minority(&order);
+            let detail = format!("cut {} | {}", minority.join(" "), majority.join(" "));
+            (cut, minority, detail)
+        }
+        Partition::Ring => (links::ring(&order), order.clone(), format!("ring {}", order.join(" "))),
+        Partition::Bridge => {
+            let (cut, middle) = links::bridge(&order);
+            (cut, order.clone(), format!("bridge {} via {middle}", order.join(" ")))
+        }
+        Partition::OneWay { from, to } => {
+            let (from, to) = (node(from), node(to));
+            let detail = format!("{from} cannot reach {to}");
+            ([(from.clone(), to.clone())].into_iter().collect(), vec![from, to], detail)
+        }
+        Partition::Clients(chosen) => {
+            let chosen = chosen.clone().unwrap_or(names);
+            let detail = format!("clients {} cut from servers", chosen.join(" "));
+            (links::between(&chosen, &servers), chosen, detail)
+        }
+        Partition::Servers => (links::between(&servers, &servers), servers, "servers cut from each other".into()),
     }
 }
 
@@ -519,10 +614,15 @@ count = 2
     }
 
     #[test]
-    fn partitions_and_server_bug_switches_are_refused_by_field() {
+    fn faults_without_a_real_counterpart_and_server_bug_switches_are_refused_by_field() {
+        let loss = format!("{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"packet-loss\"\nrate = 0.5\n");
+        let error = check(&scenario(&loss), System::Etcd, 1).unwrap_err();
+        assert!(error.field.starts_with("nemesis fault 1 (packet-loss)"), "{error}");
         let partition = format!("{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"partition\"\nshape = \"isolate\"\ntarget = \"leader\"\n");
-        let error = check(&scenario(&partition), System::Etcd, 1).unwrap_err();
-        assert!(error.field.starts_with("nemesis fault 1"), "{error}");
+        match crate::netns::unavailable() {
+            None => assert!(check(&scenario(&partition), System::Etcd, 1).is_ok()),
+            Some(_) => assert!(check(&scenario(&partition), System::Etcd, 1).is_err()),
+        }
         let bug = format!("{BASE}[bugs]\nttl_reset_on_leader_change = true\n");
         assert_eq!(check(&scenario(&bug), System::Etcd, 1).unwrap_err().field, "bugs.ttl_reset_on_leader_change");
     }

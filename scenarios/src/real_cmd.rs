@@ -84,6 +84,22 @@ fn doctor() -> ExitCode {
         if built { "" } else { ": build it with `cargo coordsim-real ...` (cargo run --features real)" }
     );
     missing += usize::from(!built);
+    #[cfg(feature = "real")]
+    {
+        match coordsim_real::netns::unavailable() {
+            None => crate::outln!("{:<14} {:<8} network namespaces and nftables (partitions)", "partitions", "ok"),
+            Some(reason) => crate::outln!("{:<14} {:<8} {reason}: scenarios with partitions are refused", "partitions", "no"),
+        }
+        let stale = coordsim_real::netns::leftovers();
+        if !stale.is_empty() {
+            crate::outln!(
+                "{:<14} {:<8} {} (left by a killed run; remove with `ip netns del NAME`)",
+                "namespaces",
+                "STALE",
+                stale.join(" ")
+            );
+        }
+    }
     if missing == 0 {
         crate::outln!("ready: coordsim real etcd|zookeeper <scenario>");
         ExitCode::SUCCESS

@@ -1,17 +1,19 @@
-//! A real etcd cluster (Debian's `etcd-server`, 3.4 here) of N members on 127.0.0.1.
+//! A real etcd cluster (Debian's `etcd-server`, 3.4 here) of N members on 127.0.0.1 (or, for
+//! partitions, each in its network namespace).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Cluster, START_TIMEOUT};
-use crate::procs::{Procs, free_port};
+use super::{Cluster, Hosts, START_TIMEOUT};
+use crate::procs::Procs;
 
 pub const ETCD: &str = "/usr/bin/etcd";
 
 struct Member {
     name: String,
+    ip: String,
     client_port: u16,
     peer_port: u16,
     data_dir: PathBuf,
@@ -22,17 +24,18 @@ pub struct EtcdCluster {
     members: Vec<Member>,
     initial_cluster: String,
     procs: Arc<Procs>,
+    hosts: Hosts,
 }
 
 impl EtcdCluster {
     /// Starts `servers` members with data under `dir` and waits until the cluster takes a write.
-    pub async fn start(dir: &Path, servers: usize, procs: Arc<Procs>) -> Result<EtcdCluster, String> {
+    pub async fn start(dir: &Path, servers: usize, procs: Arc<Procs>, hosts: Hosts) -> Result<EtcdCluster, String> {
         let mut members = Vec::new();
         for i in 1..=servers {
             let name = format!("s{i}");
-            let (client_port, peer_port) =
-                (free_port().map_err(|e| e.to_string())?, free_port().map_err(|e| e.to_string())?);
+            let (client_port, peer_port) = (hosts.port(2379)?, hosts.port(2380)?);
             members.push(Member {
+                ip: hosts.ip(&name),
                 data_dir: dir.join(format!("{name}.etcd")),
                 log: dir.join(format!("{name}.log")),
                 name,
@@ -42,10 +45,10 @@ impl EtcdCluster {
         }
         let initial_cluster = members
             .iter()
-            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .map(|m| format!("{}=http://{}:{}", m.name, m.ip, m.peer_port))
             .collect::<Vec<_>>()
             .join(",");
-        let mut cluster = EtcdCluster { members, initial_cluster, procs };
+        let mut cluster = EtcdCluster { members, initial_cluster, procs, hosts };
         for i in 0..cluster.members.len() {
             cluster.launch(i)?;
         }
@@ -55,8 +58,8 @@ impl EtcdCluster {
 
     fn launch(&mut self, index: usize) -> Result<(), String> {
         let m = &self.members[index];
-        let client = format!("http://127.0.0.1:{}", m.client_port);
-        let peer = format!("http://127.0.0.1:{}", m.peer_port);
+        let client = format!("http://{}:{}", m.ip, m.client_port);
+        let peer = format!("http://{}:{}", m.ip, m.peer_port);
         let mut command = Command::new(ETCD);
         command
             .arg("--name")
@@ -70,6 +73,7 @@ impl EtcdCluster {
             // etcd's defaults, written down: 100 ms heartbeats, 1 s election timeout.
             .args(["--heartbeat-interval", "100", "--election-timeout", "1000"])
             .args(["--log-level", "warn"]);
+        let command = self.hosts.command(&m.name, command);
         self.procs.spawn(&m.name, command, &m.log)?;
         Ok(())
     }
@@ -110,7 +114,7 @@ impl Cluster for EtcdCluster {
     }
 
     fn client_endpoints(&self) -> Vec<String> {
-        self.members.iter().map(|m| format!("http://127.0.0.1:{}", m.client_port)).collect()
+        self.members.iter().map(|m| format!("http://{}:{}", m.ip, m.client_port)).collect()
     }
 
     fn pid(&self, server: &str) -> Option<u32> {
@@ -120,7 +124,7 @@ impl Cluster for EtcdCluster {
     /// Asks each member for its status; the leader is the member whose id the others name.
     async fn leader(&self) -> Option<String> {
         for m in &self.members {
-            let endpoint = format!("http://127.0.0.1:{}", m.client_port);
+            let endpoint = format!("http://{}:{}", m.ip, m.client_port);
             let ask = async {
                 let options = etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(300));
                 let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(options)).await?;

@@ -30,3 +30,33 @@ pub trait Cluster {
     /// Starts a crashed server again on its data directory.
     fn restart(&mut self, server: &str) -> Result<(), String>;
 }
+
+/// Where the nodes of a run live: all on 127.0.0.1 with free ports, or (for partitions) each in
+/// a network namespace of its own with its own address and the system's usual ports.
+#[derive(Clone, Default)]
+pub struct Hosts {
+    pub net: Option<std::sync::Arc<crate::netns::Network>>,
+}
+
+impl Hosts {
+    /// The address `node` listens on.
+    pub fn ip(&self, node: &str) -> String {
+        self.net.as_ref().map_or_else(|| "127.0.0.1".to_string(), |net| net.ip(node).to_string())
+    }
+
+    /// `usual` in a namespace of its own; a free port of 127.0.0.1 otherwise.
+    pub fn port(&self, usual: u16) -> Result<u16, String> {
+        match self.net {
+            Some(_) => Ok(usual),
+            None => crate::procs::free_port().map_err(|e| format!("no free port on 127.0.0.1: {e}")),
+        }
+    }
+
+    /// `command`, to run as `node` (inside its namespace, if it has one).
+    pub fn command(&self, node: &str, command: std::process::Command) -> std::process::Command {
+        match &self.net {
+            Some(net) => net.wrap(node, &command),
+            None => command,
+        }
+    }
+}

@@ -8,8 +8,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Cluster, START_TIMEOUT};
-use crate::procs::{Procs, free_port};
+use super::{Cluster, Hosts, START_TIMEOUT};
+use crate::procs::Procs;
 
 pub const JAVA: &str = "/usr/bin/java";
 /// The server jar; its manifest's Class-Path names every dependency under /usr/share/java.
@@ -19,6 +19,7 @@ pub const TICK_MS: u64 = 500;
 
 struct Server {
     name: String,
+    ip: String,
     client_port: u16,
     config: PathBuf,
     log: PathBuf,
@@ -27,21 +28,23 @@ struct Server {
 pub struct ZkEnsemble {
     servers: Vec<Server>,
     procs: Arc<Procs>,
+    hosts: Hosts,
 }
 
 impl ZkEnsemble {
     /// Writes each server's configuration under `dir`, starts them and waits until every one
     /// serves (`srvr` answers with a mode) and one leads (or the single server is standalone).
-    pub async fn start(dir: &Path, count: usize, procs: Arc<Procs>) -> Result<ZkEnsemble, String> {
+    pub async fn start(dir: &Path, count: usize, procs: Arc<Procs>, hosts: Hosts) -> Result<ZkEnsemble, String> {
         let mut ports = Vec::new();
         for _ in 0..count {
-            let port = |_| free_port().map_err(|e| e.to_string());
-            ports.push((port(0)?, port(1)?, port(2)?));
+            ports.push((hosts.port(2181)?, hosts.port(2888)?, hosts.port(3888)?));
         }
         let peers: String = ports
             .iter()
             .enumerate()
-            .map(|(i, (_, quorum, election))| format!("server.{}=127.0.0.1:{quorum}:{election}\n", i + 1))
+            .map(|(i, (_, quorum, election))| {
+                format!("server.{}={}:{quorum}:{election}\n", i + 1, hosts.ip(&format!("s{}", i + 1)))
+            })
             .collect();
         let mut servers = Vec::new();
         for (i, (client_port, _, _)) in ports.iter().enumerate() {
@@ -51,17 +54,18 @@ impl ZkEnsemble {
             std::fs::write(data.join("myid"), format!("{}\n", i + 1)).map_err(|e| e.to_string())?;
             let mut text = format!(
                 "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={client_port}\n\
-                 clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,dump\n",
-                data.display()
+                 clientPortAddress={}\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,dump\n",
+                data.display(),
+                hosts.ip(&name),
             );
             if count > 1 {
                 text.push_str(&peers);
             }
             let config = dir.join(format!("{name}.cfg"));
             std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
-            servers.push(Server { log: dir.join(format!("{name}.log")), name, client_port: *client_port, config });
+            servers.push(Server { log: dir.join(format!("{name}.log")), ip: hosts.ip(&name), name, client_port: *client_port, config });
         }
-        let mut ensemble = ZkEnsemble { servers, procs };
+        let mut ensemble = ZkEnsemble { servers, procs, hosts };
         for i in 0..ensemble.servers.len() {
             ensemble.launch(i)?;
         }
@@ -76,6 +80,7 @@ impl ZkEnsemble {
             .args(["-Xmx256m", "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false"])
             .args(["-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
             .arg(&s.config);
+        let command = self.hosts.command(&s.name, command);
         self.procs.spawn(&s.name, command, &s.log)?;
         Ok(())
     }
@@ -88,7 +93,7 @@ impl ZkEnsemble {
                     return Err(format!("ZooKeeper server {} exited ({status}); see {}", s.name, s.log.display()));
                 }
             }
-            let modes: Vec<Option<String>> = self.servers.iter().map(|s| mode(s.client_port)).collect();
+            let modes: Vec<Option<String>> = self.servers.iter().map(|s| mode(&s.ip, s.client_port)).collect();
             let serving = modes.iter().all(Option::is_some);
             let led = modes.iter().flatten().any(|m| m == "leader" || m == "standalone");
             if serving && led {
@@ -103,8 +108,8 @@ impl ZkEnsemble {
 }
 
 /// The answer to a four-letter word.
-fn four_letter(port: u16, word: &[u8]) -> Option<String> {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+fn four_letter(ip: &str, port: u16, word: &[u8]) -> Option<String> {
+    let mut stream = std::net::TcpStream::connect((ip, port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_millis(300))).ok()?;
     stream.write_all(word).ok()?;
     let mut text = String::new();
@@ -113,8 +118,8 @@ fn four_letter(port: u16, word: &[u8]) -> Option<String> {
 }
 
 /// The server's mode by the `srvr` four-letter word: leader, follower or standalone.
-fn mode(port: u16) -> Option<String> {
-    let text = four_letter(port, b"srvr")?;
+fn mode(ip: &str, port: u16) -> Option<String> {
+    let text = four_letter(ip, port, b"srvr")?;
     text.lines().find_map(|line| line.strip_prefix("Mode: ").map(|m| m.trim().to_string()))
 }
 
@@ -138,7 +143,7 @@ impl Cluster for ZkEnsemble {
     }
 
     fn client_endpoints(&self) -> Vec<String> {
-        self.servers.iter().map(|s| format!("127.0.0.1:{}", s.client_port)).collect()
+        self.servers.iter().map(|s| format!("{}:{}", s.ip, s.client_port)).collect()
     }
 
     fn pid(&self, server: &str) -> Option<u32> {
@@ -146,12 +151,12 @@ impl Cluster for ZkEnsemble {
     }
 
     async fn leader(&self) -> Option<String> {
-        self.servers.iter().find(|s| mode(s.client_port).is_some_and(|m| m == "leader")).map(|s| s.name.clone())
+        self.servers.iter().find(|s| mode(&s.ip, s.client_port).is_some_and(|m| m == "leader")).map(|s| s.name.clone())
     }
 
     async fn sessions(&self) -> Option<std::collections::BTreeSet<i64>> {
-        let lead = self.servers.iter().find(|s| mode(s.client_port).is_some_and(|m| m == "leader" || m == "standalone"))?;
-        sessions_in_dump(&four_letter(lead.client_port, b"dump")?)
+        let lead = self.servers.iter().find(|s| mode(&s.ip, s.client_port).is_some_and(|m| m == "leader" || m == "standalone"))?;
+        sessions_in_dump(&four_letter(&lead.ip, lead.client_port, b"dump")?)
     }
 
     fn crash(&mut self, server: &str) {

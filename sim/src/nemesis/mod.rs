@@ -6,7 +6,7 @@
 //! Clock faults change nothing here: a node's whole clock schedule is fixed before the run
 //! (`plan::clock_schedule`); the nemesis only records when they happen.
 
-mod links;
+pub mod links;
 pub mod plan;
 
 use std::collections::BTreeMap;

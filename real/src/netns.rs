@@ -1,0 +1,181 @@
+//! Partitions of real processes: each node of the run (server or client) in a network namespace
+//! of its own, joined by a bridge, with an nftables table per namespace whose output chain drops
+//! what the active partitions cut.
+//!
+//! Addresses: 10.213.T.N/24, where T is drawn from the orchestrator's pid (so two runs on one
+//! machine rarely share a subnet; creating a bridge that exists fails loudly), N = 1.. for the
+//! nodes in order; the bridge (the orchestrator, the resource) is .254. Names start with
+//! `cs<pid>` so `coordsim real doctor` can find what a killed run left behind. Everything is
+//! removed when the [`Network`] is dropped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
+
+/// A directed link: packets from `.0` to `.1` are dropped (sim/src/nemesis/links.rs's `Link`).
+pub use coordsim_sim::nemesis::links::Link;
+
+pub const IP: &str = "/usr/sbin/ip";
+pub const NFT: &str = "/usr/sbin/nft";
+
+struct Host {
+    ns: String,
+    ip: Ipv4Addr,
+}
+
+pub struct Network {
+    bridge: String,
+    bridge_ip: Ipv4Addr,
+    hosts: BTreeMap<String, Host>,
+    /// Names of the namespaces created so far (for the cleanup of a half-built network).
+    created: Vec<String>,
+}
+
+/// Why partitions cannot be made here, or `None` when they can.
+pub fn unavailable() -> Option<String> {
+    for tool in [IP, NFT] {
+        if !std::path::Path::new(tool).exists() {
+            return Some(format!("{tool} is missing (Debian iproute2, nftables)"));
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("network namespaces need root".into());
+    }
+    None
+}
+
+fn run(program: &str, args: &[&str], input: Option<&str>) -> Result<(), String> {
+    let mut command = Command::new(program);
+    command.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+    command.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = command.spawn().map_err(|e| format!("{program}: {e}"))?;
+    if let Some(text) = input {
+        child.stdin.take().expect("piped").write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+    }
+    let output = child.wait_with_output().map_err(|e| e.to_string())?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{program} {}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr).trim()))
+    }
+}
+
+impl Network {
+    /// One namespace per node in `nodes`, all on one bridge.
+    pub fn create(nodes: &[String]) -> Result<Network, String> {
+        if let Some(reason) = unavailable() {
+            return Err(format!("partitions need network namespaces: {reason}"));
+        }
+        let pid = std::process::id();
+        let subnet = (pid % 250) as u8;
+        let prefix = format!("cs{pid}");
+        let mut network = Network {
+            bridge: format!("{prefix}br"),
+            bridge_ip: Ipv4Addr::new(10, 213, subnet, 254),
+            hosts: BTreeMap::new(),
+            created: Vec::new(),
+        };
+        let bridge = network.bridge.clone();
+        run(IP, &["link", "add", &bridge, "type", "bridge"], None)?;
+        run(IP, &["addr", "add", &format!("{}/24", network.bridge_ip), "dev", &bridge], None)?;
+        run(IP, &["link", "set", &bridge, "up"], None)?;
+        for (i, node) in nodes.iter().enumerate() {
+            let ns = format!("{prefix}{node}");
+            let ip = Ipv4Addr::new(10, 213, subnet, i as u8 + 1);
+            let (outside, inside) = (format!("{ns}h"), format!("{ns}n"));
+            run(IP, &["netns", "add", &ns], None)?;
+            network.created.push(ns.clone());
+            run(IP, &["link", "add", &outside, "type", "veth", "peer", "name", &inside], None)?;
+            run(IP, &["link", "set", &inside, "netns", &ns], None)?;
+            run(IP, &["link", "set", &outside, "master", &bridge, "up"], None)?;
+            run(IP, &["-n", &ns, "addr", "add", &format!("{ip}/24"), "dev", &inside], None)?;
+            run(IP, &["-n", &ns, "link", "set", &inside, "up"], None)?;
+            run(IP, &["-n", &ns, "link", "set", "lo", "up"], None)?;
+            network.hosts.insert(node.clone(), Host { ns, ip });
+        }
+        network.apply(&BTreeSet::new())?;
+        Ok(network)
+    }
+
+    /// The address of `node` (the bridge's for the orchestrator and the resource).
+    pub fn ip(&self, node: &str) -> Ipv4Addr {
+        self.hosts.get(node).map_or(self.bridge_ip, |h| h.ip)
+    }
+
+    pub fn bridge_ip(&self) -> Ipv4Addr {
+        self.bridge_ip
+    }
+
+    /// `command` run inside `node`'s namespace (`ip netns exec` sets the namespace and execs the
+    /// program: the pid stays the program's, for signals).
+    pub fn wrap(&self, node: &str, command: &Command) -> Command {
+        let Some(host) = self.hosts.get(node) else { return clone(command) };
+        let mut wrapped = Command::new(IP);
+        wrapped.args(["netns", "exec", &host.ns]).arg(command.get_program()).args(command.get_args());
+        for (key, value) in command.get_envs() {
+            if let Some(value) = value {
+                wrapped.env(key, value);
+            }
+        }
+        wrapped
+    }
+
+    /// Makes the cut links exactly `cut`: each namespace's output chain drops packets to the
+    /// nodes its node may not reach (a node not in the network, such as the resource, is the
+    /// bridge's address).
+    pub fn apply(&self, cut: &BTreeSet<Link>) -> Result<(), String> {
+        for (node, host) in &self.hosts {
+            let mut rules = String::from("table inet coordsim {\n  chain output {\n    type filter hook output priority 0; policy accept;\n");
+            for (_, to) in cut.iter().filter(|(from, _)| from == node) {
+                rules.push_str(&format!("    ip daddr {} drop\n", self.ip(to)));
+            }
+            rules.push_str("  }\n}\n");
+            // Delete and re-create the table in one transaction: no moment without rules.
+            let script = format!("table inet coordsim\ndelete table inet coordsim\n{rules}");
+            run(IP, &["netns", "exec", &host.ns, NFT, "-f", "-"], Some(&script))?;
+        }
+        Ok(())
+    }
+}
+
+fn clone(command: &Command) -> Command {
+    let mut copy = Command::new(command.get_program());
+    copy.args(command.get_args());
+    copy
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        // Delete the bridge's end of each veth pair (which takes the other end along) before the
+        // namespace: a namespace whose sockets linger is freed late, and its veth with it.
+        for ns in &self.created {
+            let _ = run(IP, &["link", "del", &format!("{ns}h")], None);
+            let _ = run(IP, &["netns", "del", ns], None);
+        }
+        let _ = run(IP, &["link", "del", &self.bridge], None);
+    }
+}
+
+/// Namespaces and bridges named like ours whose run is gone (its pid no longer lives).
+pub fn leftovers() -> Vec<String> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/run/netns") {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = pid_of(&name)
+                && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            {
+                found.push(name);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn pid_of(name: &str) -> Option<u32> {
+    let digits: String = name.strip_prefix("cs")?.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
