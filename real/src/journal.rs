@@ -17,12 +17,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use coordsim_checker::history::{Call, Entry, Event, OpId, Return};
 
-/// Nanoseconds of `CLOCK_MONOTONIC` (shared by every process of the machine; libfaketime is told
-/// to leave it alone, see [`crate::procs`]).
+/// Nanoseconds of `CLOCK_MONOTONIC`, shared by every process of the machine: true time. Read
+/// with the raw system call, not libc's wrapper: a client whose clock a scenario skews runs under
+/// libfaketime, which intercepts the wrapper (and so every timer of the client) but not this.
 pub fn monotonic_ns() -> u64 {
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists on Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    // SAFETY: the clock_gettime system call writes into the timespec we own; CLOCK_MONOTONIC
+    // always exists on Linux.
+    let rc = unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &mut now as *mut libc::timespec) };
     assert_eq!(rc, 0, "CLOCK_MONOTONIC is readable");
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }

@@ -23,6 +23,25 @@ use crate::config::{ClientConfig, System};
 use crate::journal::{self, Journal};
 use crate::procs::{self, Procs};
 
+/// libfaketime (Debian `faketime`), the multithreaded build: preloaded into a process whose
+/// clock the scenario skews, it shifts the wall clock by the offset and runs every clock and
+/// timer of the process (monotonic included) at the rate.
+pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+/// The environment that gives each node with a `[[clock]]` its clock.
+fn clock_env(scenario: &Scenario) -> std::collections::BTreeMap<String, Vec<(String, String)>> {
+    let mut env = std::collections::BTreeMap::new();
+    for clock in &scenario.clock {
+        let offset_s = clock.offset.ns as f64 / 1e9;
+        let vars = vec![
+            ("LD_PRELOAD".to_string(), FAKETIME_LIB.to_string()),
+            ("FAKETIME".to_string(), format!("{offset_s:+} x{}", clock.rate)),
+        ];
+        env.insert(clock.node.clone(), vars);
+    }
+    env
+}
+
 /// The node name of the orchestrator's own records (faults).
 const NEMESIS: &str = "nemesis";
 /// The resource's node name, as in simulated runs.
@@ -79,8 +98,14 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
     if let Some((name, _)) = server_bugs.iter().find(|(_, on)| *on) {
         return Err(unsupported(format!("bugs.{name}"), "a switch of the simulated service: a real cluster has no such switch"));
     }
-    if !scenario.clock.is_empty() {
-        return Err(unsupported("clock", "clock offsets and rates are not applied to real processes yet"));
+    for (i, clock) in scenario.clock.iter().enumerate() {
+        let field = format!("clock[{i}].node");
+        if system == System::Etcd && clock.node.starts_with('s') {
+            return Err(unsupported(field, "etcd is a Go program: it reads the clock without libc, past libfaketime"));
+        }
+        if !std::path::Path::new(FAKETIME_LIB).exists() {
+            return Err(unsupported(field, format!("a skewed clock needs libfaketime ({FAKETIME_LIB}, Debian faketime)")));
+        }
     }
     if !scenario.cluster.fsync {
         return Err(unsupported("cluster.fsync", "real etcd and ZooKeeper always fsync; fsync = false is a simulator mode"));
@@ -126,7 +151,7 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
     }
     let servers = scenario.cluster.servers;
     // Namespaces only when a partition needs them: they need root, and loopback is simpler.
-    let mut hosts = Hosts::default();
+    let mut hosts = Hosts { net: None, env: clock_env(scenario) };
     if faults.iter().any(|f| matches!(f.fault, Fault::Partition { .. })) {
         let nodes: Vec<String> = (1..=servers)
             .map(|i| format!("s{i}"))
@@ -198,6 +223,11 @@ async fn drive<C: Cluster>(
         journal: PathBuf::new(),
         op_base: 0,
     };
+    // Skewed clocks: recorded for the checkers and reports (local = offset + rate × true time).
+    for spec in &scenario.clock {
+        let rate_ppm = (spec.rate * 1e6).round() as u64;
+        journal.record_at(0, &spec.node, Event::Clock { local_ns: spec.offset.ns, rate_ppm });
+    }
     let mut clients: Vec<ClientProc> = Vec::new();
     for index in 0..scenario.clients.count {
         let start = scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32;
@@ -309,8 +339,6 @@ fn spawn_client(
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut command = std::process::Command::new(exe);
     command.arg("real-client").arg("--config").arg(&path);
-    // libfaketime, where a client runs under it, must leave the history's clock alone.
-    command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
     let command = hosts.command(&client.name, command);
     procs.spawn(&client.name, command, &dirs.clients().join(format!("{stem}.log")))?;
     client.journals.push(journal);

@@ -110,10 +110,14 @@ fn belief(journal: &Journal, config: &ClientConfig, token: i64, phase: Phase, re
     journal.record(&config.name, Event::Belief { lock: config.lock_name.clone(), token, phase, reason });
 }
 
-/// Sleeps until `at_ns` of true time since the epoch.
+/// Sleeps until `at_ns` of true time since the epoch. The process's timers may run at a skewed
+/// rate (libfaketime), so it sleeps in short steps and looks at true time after each.
 pub async fn sleep_until(journal: &Journal, at_ns: u64) {
-    let now = journal.now_ns();
-    if at_ns > now {
-        tokio::time::sleep(Duration::from_nanos(at_ns - now)).await;
+    loop {
+        let now = journal.now_ns();
+        if now >= at_ns {
+            return;
+        }
+        tokio::time::sleep(Duration::from_nanos(at_ns - now).min(Duration::from_millis(20))).await;
     }
 }

@@ -36,6 +36,8 @@ pub trait Cluster {
 #[derive(Clone, Default)]
 pub struct Hosts {
     pub net: Option<std::sync::Arc<crate::netns::Network>>,
+    /// Environment per node: a skewed clock (libfaketime).
+    pub env: std::collections::BTreeMap<String, Vec<(String, String)>>,
 }
 
 impl Hosts {
@@ -53,7 +55,10 @@ impl Hosts {
     }
 
     /// `command`, to run as `node` (inside its namespace, if it has one).
-    pub fn command(&self, node: &str, command: std::process::Command) -> std::process::Command {
+    pub fn command(&self, node: &str, mut command: std::process::Command) -> std::process::Command {
+        for (key, value) in self.env.get(node).into_iter().flatten() {
+            command.env(key, value);
+        }
         match &self.net {
             Some(net) => net.wrap(node, &command),
             None => command,
