@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `coordsim real` needs, from Debian's packages: etcd (server and etcdctl),
-# ZooKeeper (with a JRE), protoc (to build the etcd client's protobuf code: --features real).
+# ZooKeeper (with a JRE), protoc (to build the etcd client's protobuf code: --features real),
+# libfaketime (skewed clocks), iproute2 and nftables (partitions).
 # Safe to run again; does nothing when everything is there. `coordsim real doctor` checks.
 set -euo pipefail
 need=()
@@ -8,8 +9,12 @@ need=()
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 [ -x /usr/bin/java ] || need+=(default-jre-headless)
 [ -x /usr/bin/protoc ] || need+=(protobuf-compiler)
+# Skewed clocks (libfaketime) and partitions (network namespaces, nftables).
+[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] || need+=(faketime)
+[ -x /usr/sbin/ip ] || need+=(iproute2)
+[ -x /usr/sbin/nft ] || need+=(nftables)
 if [ ${#need[@]} -eq 0 ]; then
-  echo "install-real: etcd, zookeeper, java and protoc are installed"
+  echo "install-real: etcd, zookeeper, java, protoc, faketime, ip and nft are installed"
   exit 0
 fi
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
