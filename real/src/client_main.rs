@@ -25,9 +25,18 @@ pub fn main(config_path: &Path) -> Result<(), String> {
         let stop = workload::sleep_until(&journal, config.stop_ns);
         match config.system {
             System::Etcd => {
-                let mut backend = EtcdBackend::connect(&config, journal.clone()).await?;
+                let work = async {
+                    // No member may answer yet (a partition, a crash): try again until one does.
+                    let mut backend = loop {
+                        match EtcdBackend::connect(&config, journal.clone()).await {
+                            Ok(backend) => break backend,
+                            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+                        }
+                    };
+                    workload::run(&config, &mut backend, &journal).await
+                };
                 tokio::select! {
-                    () = workload::run(&config, &mut backend, &journal) => {}
+                    () = work => {}
                     () = stop => {}
                 }
             }

@@ -51,6 +51,8 @@ const OP_SPACING: u64 = 1_000_000;
 /// How often the orchestrator asks who leads (for `role` records and `leader` targets) and which
 /// leases or sessions live (for `lease_expiry` records).
 const ROLE_POLL: Duration = Duration::from_millis(100);
+/// The most one look at the cluster (its leader, its leases) may take.
+const OBSERVE_BUDGET: Duration = Duration::from_millis(300);
 
 /// Why a scenario cannot run against a real system; names the scenario's field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -240,21 +242,24 @@ async fn drive<C: Cluster>(
     let mut term = 0u64;
     let mut sessions = Sessions::default();
     loop {
-        let now = journal.now_ns();
-        if now >= duration_ns {
+        // Faults first: the observations below may take a few hundred ms while a server is paused.
+        while let Some((_, action)) = timeline.next_due(journal.now_ns()) {
+            apply(action, &mut timeline, &mut cluster, &procs, hosts, &journal, &last_leader, dirs, exe, &base, &mut clients)?;
+        }
+        if journal.now_ns() >= duration_ns {
             break;
         }
         // Record who leads whenever it changes (the report draws it; `leader` targets use it).
-        let leader = cluster.leader().await;
-        if leader.is_some() && leader != last_leader {
+        // `term` counts the changes seen: the cluster's own term is not asked for.
+        if let Ok(Some(leader)) = tokio::time::timeout(OBSERVE_BUDGET, cluster.leader()).await
+            && Some(&leader) != last_leader.as_ref()
+        {
             term += 1;
-            journal.record(leader.as_deref().unwrap_or_default(), Event::Role { role: RaftRole::Leader, term });
-            last_leader = leader.clone();
+            journal.record(&leader, Event::Role { role: RaftRole::Leader, term });
+            last_leader = Some(leader);
         }
-        observe_sessions(&cluster, &journal, leader.as_deref(), &mut sessions).await;
-        while let Some((_, action)) = timeline.next_due(journal.now_ns()) {
-            apply(action, &mut timeline, &mut cluster, &procs, hosts, &journal, &leader, dirs, exe, &base, &mut clients)?;
-        }
+        let observe = observe_sessions(&cluster, &journal, last_leader.as_deref(), &mut sessions);
+        let _ = tokio::time::timeout(OBSERVE_BUDGET, observe).await;
         let next = timeline.next_at().unwrap_or(u64::MAX).min(duration_ns);
         let wait = Duration::from_nanos(next.saturating_sub(journal.now_ns())).min(ROLE_POLL);
         tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
@@ -265,7 +270,7 @@ async fn drive<C: Cluster>(
     }
     while let Some((_, action)) = timeline.next_due(u64::MAX) {
         if let Action::End(_) = action {
-            apply(action, &mut timeline, &mut cluster, &procs, hosts, &journal, &None, dirs, exe, &base, &mut clients)?;
+            apply(action, &mut timeline, &mut cluster, &procs, hosts, &journal, &last_leader, dirs, exe, &base, &mut clients)?;
         }
     }
     procs.kill_all();

@@ -121,19 +121,26 @@ impl Cluster for EtcdCluster {
         self.procs.pids().into_iter().find(|(label, _)| label == server).map(|(_, pid)| pid)
     }
 
-    /// Asks each member for its status; the leader is the member whose id the others name.
+    /// Asks every member at once for its status (a paused member must not hold the question up);
+    /// the leader is the member whose id the first answer names.
     async fn leader(&self) -> Option<String> {
+        let mut asks = tokio::task::JoinSet::new();
         for m in &self.members {
             let endpoint = format!("http://{}:{}", m.ip, m.client_port);
-            let ask = async {
-                let options = etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(300));
-                let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(options)).await?;
-                let status = client.status().await?;
-                let members = client.member_list().await?;
-                let leader = status.leader();
-                Ok::<_, etcd_client::Error>(members.members().iter().find(|x| x.id() == leader).map(|x| x.name().to_string()))
-            };
-            if let Ok(Ok(Some(name))) = tokio::time::timeout(Duration::from_millis(500), ask).await {
+            asks.spawn(async move {
+                let ask = async {
+                    let options = etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(200));
+                    let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(options)).await?;
+                    let leader = client.status().await?.leader();
+                    let members = client.member_list().await?;
+                    let name = members.members().iter().find(|x| x.id() == leader).map(|x| x.name().to_string());
+                    Ok::<_, etcd_client::Error>(name)
+                };
+                tokio::time::timeout(Duration::from_millis(250), ask).await.ok().and_then(Result::ok).flatten()
+            });
+        }
+        while let Some(answer) = asks.join_next().await {
+            if let Ok(Some(name)) = answer {
                 return Some(name);
             }
         }

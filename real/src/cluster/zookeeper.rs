@@ -2,7 +2,6 @@
 //! JVM started with our own configuration: the packaged scripts read /etc and write /var, and
 //! the admin server must stay off (it would bind 0.0.0.0:8080).
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -93,7 +92,10 @@ impl ZkEnsemble {
                     return Err(format!("ZooKeeper server {} exited ({status}); see {}", s.name, s.log.display()));
                 }
             }
-            let modes: Vec<Option<String>> = self.servers.iter().map(|s| mode(&s.ip, s.client_port)).collect();
+            let mut modes: Vec<Option<String>> = Vec::new();
+            for s in &self.servers {
+                modes.push(mode(&s.ip, s.client_port).await);
+            }
             let serving = modes.iter().all(Option::is_some);
             let led = modes.iter().flatten().any(|m| m == "leader" || m == "standalone");
             if serving && led {
@@ -107,19 +109,34 @@ impl ZkEnsemble {
     }
 }
 
-/// The answer to a four-letter word.
-fn four_letter(ip: &str, port: u16, word: &[u8]) -> Option<String> {
-    let mut stream = std::net::TcpStream::connect((ip, port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_millis(300))).ok()?;
-    stream.write_all(word).ok()?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).ok()?;
-    Some(text)
+/// The answer to a four-letter word, or `None` after 150 ms (a paused server answers nothing).
+async fn four_letter(ip: &str, port: u16, word: &[u8]) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ask = async {
+        let mut stream = tokio::net::TcpStream::connect((ip, port)).await.ok()?;
+        stream.write_all(word).await.ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).await.ok()?;
+        Some(text)
+    };
+    tokio::time::timeout(Duration::from_millis(150), ask).await.ok().flatten()
+}
+
+impl ZkEnsemble {
+    /// The first server whose mode is one of `modes`.
+    async fn leading(&self, modes: &[&str]) -> Option<&Server> {
+        for server in &self.servers {
+            if mode(&server.ip, server.client_port).await.is_some_and(|m| modes.contains(&m.as_str())) {
+                return Some(server);
+            }
+        }
+        None
+    }
 }
 
 /// The server's mode by the `srvr` four-letter word: leader, follower or standalone.
-fn mode(ip: &str, port: u16) -> Option<String> {
-    let text = four_letter(ip, port, b"srvr")?;
+async fn mode(ip: &str, port: u16) -> Option<String> {
+    let text = four_letter(ip, port, b"srvr").await?;
     text.lines().find_map(|line| line.strip_prefix("Mode: ").map(|m| m.trim().to_string()))
 }
 
@@ -151,12 +168,12 @@ impl Cluster for ZkEnsemble {
     }
 
     async fn leader(&self) -> Option<String> {
-        self.servers.iter().find(|s| mode(&s.ip, s.client_port).is_some_and(|m| m == "leader")).map(|s| s.name.clone())
+        self.leading(&["leader"]).await.map(|s| s.name.clone())
     }
 
     async fn sessions(&self) -> Option<std::collections::BTreeSet<i64>> {
-        let lead = self.servers.iter().find(|s| mode(&s.ip, s.client_port).is_some_and(|m| m == "leader" || m == "standalone"))?;
-        sessions_in_dump(&four_letter(&lead.ip, lead.client_port, b"dump")?)
+        let lead = self.leading(&["leader", "standalone"]).await?;
+        sessions_in_dump(&four_letter(&lead.ip, lead.client_port, b"dump").await?)
     }
 
     fn crash(&mut self, server: &str) {
