@@ -72,13 +72,16 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
         return Err(unsupported("kv", "the key-value workload runs only in the simulator so far; use a [lock] scenario"));
     };
     let ok = match system {
-        System::Etcd => matches!(lock.recipe, Recipe::EtcdMutex | Recipe::EtcdCas | Recipe::EtcdLockApi | Recipe::EtcdSemaphore),
+        System::Etcd => matches!(
+            lock.recipe,
+            Recipe::EtcdMutex | Recipe::EtcdCas | Recipe::EtcdLockApi | Recipe::EtcdSemaphore | Recipe::EtcdElection
+        ),
         System::Zookeeper => matches!(lock.recipe, Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection),
     };
     if !ok {
         let name = serde_json::to_string(&lock.recipe).unwrap_or_default();
         let supported = match system {
-            System::Etcd => "etcd-mutex, etcd-cas, etcd-lock-api, etcd-semaphore",
+            System::Etcd => "etcd-mutex, etcd-cas, etcd-lock-api, etcd-semaphore, etcd-election",
             System::Zookeeper => "zk-queue-lock, zk-herd-lock, zk-election",
         };
         return Err(unsupported("lock.recipe", format!("{name} does not run on {} (there: {supported})", system.name())));
@@ -166,11 +169,11 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
     match system {
         System::Etcd => {
             let cluster = EtcdCluster::start(&dirs.cluster(), servers, procs.clone(), hosts.clone()).await?;
-            drive(scenario, system, &dirs, exe, cluster, &faults, procs, &hosts).await
+            drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts).await
         }
         System::Zookeeper => {
             let cluster = ZkEnsemble::start(&dirs.cluster(), servers, procs.clone(), hosts.clone()).await?;
-            drive(scenario, system, &dirs, exe, cluster, &faults, procs, &hosts).await
+            drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts).await
         }
     }
 }
@@ -183,9 +186,11 @@ struct ClientProc {
     journals: Vec<PathBuf>,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn drive<C: Cluster>(
     scenario: &Scenario,
     system: System,
+    run: u64,
     dirs: &RunDirs,
     exe: &Path,
     mut cluster: C,
@@ -276,7 +281,7 @@ async fn drive<C: Cluster>(
     procs.kill_all();
     resource.abort();
     drop(cluster);
-    merge(scenario, run_number(dirs), duration_ns, &nemesis_journal, &clients, servers_of(scenario))
+    merge(scenario, run, duration_ns, &nemesis_journal, &clients, scenario.cluster.servers)
 }
 
 /// Leases (sessions) seen alive, with the last true time each was seen.
@@ -306,19 +311,6 @@ async fn observe_sessions<C: Cluster>(cluster: &C, journal: &Journal, leader: Op
     for lease in live {
         seen.alive.insert(lease, asked);
     }
-}
-
-fn servers_of(scenario: &Scenario) -> usize {
-    scenario.cluster.servers
-}
-
-fn run_number(dirs: &RunDirs) -> u64 {
-    dirs.root
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix("run-"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1)
 }
 
 fn spawn_client(

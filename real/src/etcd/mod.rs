@@ -1,7 +1,8 @@
 //! The etcd side of a client process: a session (a lease with keepalives, as etcd clientv3's
 //! concurrency.Session) and the lock recipes. The etcd mutex, the compare-and-swap lock and the
 //! semaphore are the simulator's sans-IO cores (sim/src/recipe/), their requests translated by
-//! [`convert`]; etcd-lock-api calls etcd's own Lock service (v3lock).
+//! [`convert`]; etcd-lock-api and etcd-election call etcd's own Lock (v3lock) and Election
+//! (v3election) services, as the simulated ones do.
 
 pub mod convert;
 
@@ -30,6 +31,8 @@ pub struct EtcdBackend {
     lease: i64,
     keepalive: Option<tokio::task::JoinHandle<()>>,
     journal: Arc<Journal>,
+    /// etcd-election: the leader key of our last win, for Resign.
+    leader: Option<etcd::LeaderKey>,
 }
 
 impl EtcdBackend {
@@ -42,7 +45,7 @@ impl EtcdBackend {
         let client = etcd::Client::connect(&config.endpoints, Some(options))
             .await
             .map_err(|error| format!("cannot reach etcd at {:?}: {error}", config.endpoints))?;
-        Ok(EtcdBackend { config: config.clone(), client, lease: 0, keepalive: None, journal })
+        Ok(EtcdBackend { config: config.clone(), client, lease: 0, keepalive: None, journal, leader: None })
     }
 
     fn budget(&self) -> Duration {
@@ -86,8 +89,10 @@ impl LockBackend for EtcdBackend {
         let name = self.config.lock_name.clone();
         let permits = if self.config.recipe == Recipe::EtcdSemaphore { self.config.permits } else { 1 };
         let op = journal.invoke(&node, Call::Lock { name: name.clone(), lease: self.lease, permits });
-        if self.config.recipe == Recipe::EtcdLockApi {
-            return self.lock_api(session, journal, op).await;
+        match self.config.recipe {
+            Recipe::EtcdLockApi => return self.lock_api(session, journal, op).await,
+            Recipe::EtcdElection => return self.campaign(session, journal, op).await,
+            _ => {}
         }
         let (mut core, mut step) = Core::start(&self.config, self.lease);
         let result = loop {
@@ -147,6 +152,10 @@ impl LockBackend for EtcdBackend {
         let mut client = self.client.clone();
         let outcome = match self.config.recipe {
             Recipe::EtcdLockApi => self.call(client.unlock(key.to_string())).await.map(drop),
+            Recipe::EtcdElection => {
+                let options = self.leader.take().map(|leader| etcd::ResignOptions::new().with_leader(leader));
+                self.call(client.resign(options)).await.map(drop)
+            }
             Recipe::EtcdCas => self.call(client.txn(convert::txn(&cas_lock::unlock(key, token)))).await.map(drop),
             _ => self.call(client.delete(key.to_string(), None)).await.map(drop),
         };
@@ -203,6 +212,37 @@ impl EtcdBackend {
             None => {
                 journal.info(&node, op, "granted, but the holder key could not be read");
                 Err("holder key unreadable".into())
+            }
+        }
+    }
+
+    /// etcd's Election service: Campaign blocks on the server until we lead; the leader key's
+    /// revision (its create_revision) is the term, the fencing token, as in the simulator.
+    async fn campaign(&mut self, session: &SessionWatch, journal: &Journal, op: u64) -> Result<(String, i64), String> {
+        let node = self.config.name.clone();
+        let mut client = self.client.clone();
+        let name = self.config.lock_name.clone();
+        let won = tokio::select! {
+            biased;
+            () = session.wait_end() => Err(session.ended().unwrap_or_default()),
+            won = client.campaign(name, node.clone(), self.lease) => won.map_err(|e| e.to_string()),
+        };
+        match won.map(|mut response| response.take_leader()) {
+            Ok(Some(leader)) => {
+                let key = String::from_utf8_lossy(leader.key()).into_owned();
+                let token = leader.rev();
+                self.leader = Some(leader);
+                journal.ok(&node, op, Return::Locked { key: key.clone(), token });
+                Ok((key, token))
+            }
+            Ok(None) => {
+                journal.info(&node, op, "campaign answered without a leader key");
+                Err("no leader key".into())
+            }
+            // The server may still elect the dead session, or may have: unknown outcome.
+            Err(reason) => {
+                journal.info(&node, op, reason.clone());
+                Err(reason)
             }
         }
     }
