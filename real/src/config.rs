@@ -38,6 +38,10 @@ pub struct ClientConfig {
     pub lock_name: String,
     /// The session's TTL (etcd lease TTL, rounded up to whole seconds; ZooKeeper session timeout).
     pub ttl_ms: u64,
+    /// etcd: a client that stops acting this long after its last acknowledged keepalive, by its
+    /// own clock, watching the deadline continuously (`None`: etcd clientv3's default, which
+    /// notices a missed TTL only when a keepalive attempt ends).
+    pub deadline_ms: Option<u64>,
     /// etcd-cas: random backoff before retrying after a wakeup.
     pub backoff_ms: Option<u64>,
     /// etcd-semaphore: holders at once.

@@ -86,8 +86,11 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
         };
         return Err(unsupported("lock.recipe", format!("{name} does not run on {} (there: {supported})", system.name())));
     }
-    if lock.nested > 0 || lock.client_deadline.is_some() {
-        return Err(unsupported("lock", "nested acquisitions and client deadlines run only in the simulator so far"));
+    if lock.nested > 0 {
+        return Err(unsupported("lock.nested", "nested acquisitions run only in the simulator so far"));
+    }
+    if lock.client_deadline.is_some() && system == System::Zookeeper {
+        return Err(unsupported("lock.client_deadline", "a client deadline is a lease-session setting: etcd recipes only"));
     }
     // Only the ZooKeeper recipe's two switches live in the client; the others are bugs of the
     // simulated servers, which a real cluster does not have (it has its own).
@@ -215,6 +218,7 @@ async fn drive<C: Cluster>(
         recipe: lock.recipe,
         lock_name: lock.name.clone(),
         ttl_ms: lock.ttl.0.as_millis() as u64,
+        deadline_ms: lock.client_deadline.map(|d| d.0.as_millis() as u64),
         backoff_ms: lock.backoff.map(|b| b.0.as_millis() as u64),
         permits: lock.permits,
         hold_ms: scenario.clients.hold.0.as_millis() as u64,

@@ -63,6 +63,7 @@ impl LockBackend for EtcdBackend {
         let node = self.config.name.clone();
         let ttl_ms = ttl_seconds(self.config.ttl_ms) as u64 * 1000;
         let op = journal.invoke(&node, Call::LeaseGrant { ttl_ms });
+        let sent = tokio::time::Instant::now();
         let granted =
             tokio::time::timeout(self.budget(), self.client.lease_grant(ttl_seconds(self.config.ttl_ms), None)).await;
         let response = match granted {
@@ -79,8 +80,16 @@ impl LockBackend for EtcdBackend {
         self.lease = response.id();
         journal.ok(&node, op, Return::LeaseGranted { lease: response.id(), ttl_ms: response.ttl() as u64 * 1000 });
         let session = SessionWatch::default();
-        let task = keepalive(self.client.clone(), node, self.lease, ttl_ms, session.clone(), self.journal.clone());
-        self.keepalive = Some(tokio::spawn(task));
+        let keepalive = KeepAlive {
+            client: self.client.clone(),
+            node,
+            lease: self.lease,
+            ttl_ms,
+            deadline_ms: self.config.deadline_ms,
+            session: session.clone(),
+            journal: self.journal.clone(),
+        };
+        self.keepalive = Some(tokio::spawn(keepalive.run(sent)));
         Ok(session)
     }
 
@@ -272,49 +281,78 @@ enum Failure {
     Refused(String),
 }
 
-/// The keepalive loop of one lease, every TTL/3 like clientv3. The session ends when etcd says
-/// the lease is gone (TTL 0) or when no keepalive was answered for a whole TTL (clientv3's
-/// deadline loop); both are learned only here, after an attempt.
-async fn keepalive(
-    mut client: etcd::Client,
+/// The keepalive loop of one lease, as the simulator's (sim/src/client/session.rs) and etcd
+/// clientv3's: a keepalive every third of the TTL (or of the client deadline, when shorter); the
+/// session ends when etcd says the lease is gone (TTL 0), or when no keepalive sent within the
+/// deadline (by default the TTL) was acknowledged. With a client deadline the deadline is watched
+/// continuously; without, clientv3 notices it only when an attempt ends. Every time here is the
+/// process's own clock (tokio's `Instant`), which a scenario's `[[clock]]` skews.
+struct KeepAlive {
+    client: etcd::Client,
     node: String,
     lease: i64,
     ttl_ms: u64,
+    deadline_ms: Option<u64>,
     session: SessionWatch,
     journal: Arc<Journal>,
-) {
-    let interval = Duration::from_millis(ttl_ms / 3);
-    let mut last_ok = journal.now_ns();
-    let mut stream: Option<(etcd::LeaseKeeper, etcd::LeaseKeepAliveStream)> = None;
-    loop {
-        tokio::time::sleep(interval).await;
-        let op = journal.invoke(&node, Call::LeaseKeepAlive { lease });
-        let answer = tokio::time::timeout(interval, async {
-            if stream.is_none() {
-                stream = Some(client.lease_keep_alive(lease).await?);
+}
+
+impl KeepAlive {
+    async fn run(mut self, granted_sent: tokio::time::Instant) {
+        let deadline_ms = self.deadline_ms.unwrap_or(self.ttl_ms);
+        let interval = Duration::from_millis((self.ttl_ms.min(deadline_ms) / 3).max(1));
+        let far = || tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+        let mut last_ack_sent = granted_sent;
+        let mut next = tokio::time::Instant::now() + interval;
+        let mut stream: Option<(etcd::LeaseKeeper, etcd::LeaseKeepAliveStream)> = None;
+        let (node, lease) = (self.node.clone(), self.lease);
+        loop {
+            let deadline = last_ack_sent + Duration::from_millis(deadline_ms);
+            let watched = if self.deadline_ms.is_some() { deadline } else { far() };
+            let now = tokio::time::Instant::now();
+            if now >= watched {
+                return self.session.end("client deadline passed");
             }
-            let (keeper, responses) = stream.as_mut().expect("opened above");
-            keeper.keep_alive().await?;
-            responses.message().await
-        })
-        .await;
-        match answer {
-            Ok(Ok(Some(response))) if response.ttl() > 0 => {
-                last_ok = journal.now_ns();
-                journal.ok(&node, op, Return::LeaseKeptAlive { ttl_ms: response.ttl() as u64 * 1000 });
+            if now < next {
+                tokio::time::sleep_until(next.min(watched)).await;
+                continue;
             }
-            Ok(Ok(Some(_))) => {
-                journal.fail(&node, op, format!("lease {lease} not found"));
-                session.end("lease expired");
-                return;
-            }
-            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
-                stream = None;
-                journal.info(&node, op, "keepalive unanswered");
-                if journal.now_ns().saturating_sub(last_ok) > ttl_ms * 1_000_000 {
-                    session.end("no keepalive answered for a whole TTL");
-                    return;
+            next = now + interval;
+            let sent = now;
+            let op = self.journal.invoke(&node, Call::LeaseKeepAlive { lease });
+            let client = &mut self.client;
+            let attempt = tokio::time::timeout(interval, async {
+                if stream.is_none() {
+                    stream = Some(client.lease_keep_alive(lease).await?);
                 }
+                let (keeper, responses) = stream.as_mut().expect("opened above");
+                keeper.keep_alive().await?;
+                responses.message().await
+            });
+            let answer = tokio::select! {
+                biased;
+                answer = attempt => answer,
+                () = tokio::time::sleep_until(watched) => {
+                    self.journal.info(&node, op, "client deadline passed while waiting for the reply");
+                    return self.session.end("client deadline passed");
+                }
+            };
+            match answer {
+                Ok(Ok(Some(response))) if response.ttl() > 0 => {
+                    last_ack_sent = sent;
+                    self.journal.ok(&node, op, Return::LeaseKeptAlive { ttl_ms: response.ttl() as u64 * 1000 });
+                }
+                Ok(Ok(Some(_))) => {
+                    self.journal.fail(&node, op, format!("lease {lease} not found"));
+                    return self.session.end("lease expired");
+                }
+                Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
+                    stream = None;
+                    self.journal.info(&node, op, "keepalive unanswered");
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return self.session.end("no keepalive acknowledged within the deadline");
             }
         }
     }
