@@ -46,6 +46,10 @@ pub struct ClientConfig {
     pub backoff_ms: Option<u64>,
     /// etcd-semaphore: holders at once.
     pub permits: u32,
+    /// Nested acquisitions per hold, and whether the client counts them (reentrant) instead of
+    /// asking the recipe again.
+    pub nested: u32,
+    pub reentrant: bool,
     pub hold_ms: u64,
     pub writes_per_hold: u32,
     pub think_ms: u64,

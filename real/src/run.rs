@@ -86,9 +86,6 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
         };
         return Err(unsupported("lock.recipe", format!("{name} does not run on {} (there: {supported})", system.name())));
     }
-    if lock.nested > 0 {
-        return Err(unsupported("lock.nested", "nested acquisitions run only in the simulator so far"));
-    }
     if lock.client_deadline.is_some() && system == System::Zookeeper {
         return Err(unsupported("lock.client_deadline", "a client deadline is a lease-session setting: etcd recipes only"));
     }
@@ -221,6 +218,8 @@ async fn drive<C: Cluster>(
         deadline_ms: lock.client_deadline.map(|d| d.0.as_millis() as u64),
         backoff_ms: lock.backoff.map(|b| b.0.as_millis() as u64),
         permits: lock.permits,
+        nested: lock.nested,
+        reentrant: lock.reentrant,
         hold_ms: scenario.clients.hold.0.as_millis() as u64,
         writes_per_hold: scenario.clients.writes_per_hold,
         think_ms: scenario.clients.think.0.as_millis() as u64,

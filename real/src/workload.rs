@@ -51,6 +51,15 @@ pub async fn run(config: &ClientConfig, backend: &mut impl LockBackend, journal:
         while session.ended().is_none() {
             let Ok((key, token)) = backend.acquire(&session, journal).await else { break };
             belief(journal, config, token, Phase::Start, None);
+            // Nested acquisitions (a recursive caller): free with a reentrant lock; otherwise the
+            // recipe is asked again, and its release is a real release.
+            if !config.reentrant {
+                for _ in 0..config.nested {
+                    if let Ok((inner, inner_token)) = backend.acquire(&session, journal).await {
+                        backend.release(&session, journal, &inner, inner_token).await;
+                    }
+                }
+            }
             let end = hold(config, &session, journal, &mut resource, token, &mut written).await;
             match end {
                 HoldEnd::Release => {
