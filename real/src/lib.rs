@@ -54,7 +54,7 @@ pub fn run_blocking(
     run: u64,
     dir: &std::path::Path,
     exe: &std::path::Path,
-) -> Result<coordsim_checker::history::History, String> {
+) -> Result<run::RealRun, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -148,7 +148,7 @@ impl RunDirs {
 /// Runs `scenario` once against a fresh `system` cluster; files go under `dir` (which must not
 /// hold an earlier run's files: the caller picks a fresh folder). `exe` is the coordsim binary
 /// that serves `real-client`.
-pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe: &Path) -> Result<History, String> {
+pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe: &Path) -> Result<RealRun, String> {
     let faults = check(scenario, system, run).map_err(|e| e.to_string())?;
     let dirs = RunDirs { root: dir.to_path_buf() };
     for folder in [dirs.cluster(), dirs.clients()] {
@@ -166,16 +166,29 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
     }
     // Declared after `hosts`, so dropped first: the processes die before their namespaces go.
     let procs = Arc::new(Procs::default());
-    match system {
+    let started = std::time::Instant::now();
+    let history = match system {
         System::Etcd => {
             let cluster = EtcdCluster::start(&dirs.cluster(), servers, procs.clone(), hosts.clone()).await?;
-            drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts).await
+            let ready = started.elapsed();
+            (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts).await?, ready)
         }
         System::Zookeeper => {
             let cluster = ZkEnsemble::start(&dirs.cluster(), servers, procs.clone(), hosts.clone()).await?;
-            drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts).await
+            let ready = started.elapsed();
+            (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts).await?, ready)
         }
-    }
+    };
+    Ok(RealRun { history: history.0, cluster_ready: history.1, namespaces: hosts.net.is_some() })
+}
+
+/// What one real run produced.
+pub struct RealRun {
+    pub history: History,
+    /// From starting the servers to the cluster serving (wall time).
+    pub cluster_ready: Duration,
+    /// Whether the nodes ran in network namespaces (the plan had a partition).
+    pub namespaces: bool,
 }
 
 /// A client process's current incarnation.

@@ -172,7 +172,8 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         let dir = args.out.join(system.name()).join(&scenario.name).join(format!("run-{run}"));
         fresh_dir(&dir)?;
         let started = std::time::Instant::now();
-        let history = coordsim_real::run_blocking(scenario, system, run, &dir, &exe).map_err(InputError::Usage)?;
+        let real = coordsim_real::run_blocking(scenario, system, run, &dir, &exe).map_err(InputError::Usage)?;
+        let history = real.history;
         let mut summary = crate::sweep::evaluate_judged(scenario, &loaded.arg, &history, &coordsim_real::JUDGED);
         summary.replay = format!("cargo coordsim-real real {} {} --runs {run}", system.name(), loaded.arg);
         let io = |error, path: &Path| InputError::Io { path: path.display().to_string(), error };
@@ -187,7 +188,13 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
             .map(|o| format!("{}={}{}", o.report.property, o.report.verdict, if o.as_expected { "" } else { "!" }))
             .collect();
         let status = if summary.as_expected { "ok      " } else { "MISMATCH" };
-        crate::outln!("  run {run:>3}  {status}  {}  ({:.1} s)", verdicts.join(" "), started.elapsed().as_secs_f64());
+        crate::outln!(
+            "  run {run:>3}  {status}  {}  ({:.1} s; cluster ready in {:.1} s{})",
+            verdicts.join(" "),
+            started.elapsed().as_secs_f64(),
+            real.cluster_ready.as_secs_f64(),
+            if real.namespaces { ", nodes in network namespaces" } else { "" }
+        );
         for outcome in summary.outcomes.iter().filter(|o| o.report.verdict == coordsim_checker::verdict::Verdict::Fail) {
             if let Some(finding) = outcome.report.findings.first() {
                 crate::outln!("           {}: {}", outcome.report.property, finding.message);
