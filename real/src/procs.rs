@@ -73,10 +73,10 @@ impl Procs {
         }
     }
 
-    /// Pids of the registered processes, with their labels.
-    pub fn pids(&self) -> Vec<(String, u32)> {
+    /// The pid of the newest running process labelled `label`.
+    pub fn pid(&self, label: &str) -> Option<u32> {
         let started = self.started.lock().expect("procs lock poisoned");
-        started.iter().map(|s| (s.label.clone(), s.child.id())).collect()
+        started.iter().rev().find(|s| s.label == label).map(|s| s.child.id())
     }
 }
 

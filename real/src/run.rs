@@ -450,7 +450,7 @@ fn apply<C: Cluster>(
             let Some(node) = resolve(target, cluster, clients, leader, planned.id) else {
                 return Ok(());
             };
-            let pid = cluster.pid(&node).or_else(|| procs.pids().into_iter().find(|(l, _)| *l == node).map(|(_, p)| p));
+            let pid = procs.pid(&node);
             match kind {
                 FaultKind::Pause => {
                     if let Some(pid) = pid {
@@ -486,7 +486,7 @@ fn apply<C: Cluster>(
             for node in &targets {
                 match kind {
                     FaultKind::Pause => {
-                        let pid = cluster.pid(node).or_else(|| procs.pids().into_iter().find(|(l, _)| l == node).map(|(_, p)| p));
+                        let pid = procs.pid(node);
                         if let Some(pid) = pid {
                             procs::signal(pid, libc::SIGCONT);
                         }

@@ -117,9 +117,6 @@ impl Cluster for EtcdCluster {
         self.members.iter().map(|m| format!("http://{}:{}", m.ip, m.client_port)).collect()
     }
 
-    fn pid(&self, server: &str) -> Option<u32> {
-        self.procs.pids().into_iter().find(|(label, _)| label == server).map(|(_, pid)| pid)
-    }
 
     /// Asks every member at once for its status (a paused member must not hold the question up);
     /// the leader is the member whose id the first answer names.

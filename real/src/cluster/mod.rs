@@ -18,8 +18,6 @@ pub trait Cluster {
     fn servers(&self) -> Vec<String>;
     /// What clients connect to.
     fn client_endpoints(&self) -> Vec<String>;
-    /// The pid of a running server.
-    fn pid(&self, server: &str) -> Option<u32>;
     /// Which server leads now, if the cluster says.
     async fn leader(&self) -> Option<String>;
     /// The leases (etcd) or sessions (ZooKeeper) the cluster holds now; `None` when it could not

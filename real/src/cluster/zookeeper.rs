@@ -163,9 +163,6 @@ impl Cluster for ZkEnsemble {
         self.servers.iter().map(|s| format!("{}:{}", s.ip, s.client_port)).collect()
     }
 
-    fn pid(&self, server: &str) -> Option<u32> {
-        self.procs.pids().into_iter().find(|(label, _)| label == server).map(|(_, pid)| pid)
-    }
 
     async fn leader(&self) -> Option<String> {
         self.leading(&["leader"]).await.map(|s| s.name.clone())
