@@ -56,7 +56,10 @@ pub struct ClientConfig {
     /// The protected resource: its name in the history and its TCP address.
     pub resource_name: String,
     pub resource_addr: String,
-    /// ZooKeeper recipe switches (the only bug switches that live in a client).
+    /// The `ignore_keepalive_failure` bug (etcd): the session never ends, whatever its keepalives
+    /// learn (docs/cases/03).
+    pub ignore_keepalive_failure: bool,
+    /// ZooKeeper recipe switches.
     pub unique_tag: bool,
     pub recheck_vanished: bool,
     /// `CLOCK_MONOTONIC` reading, in ns, at the run's start.

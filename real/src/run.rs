@@ -89,8 +89,9 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
     if lock.client_deadline.is_some() && system == System::Zookeeper {
         return Err(unsupported("lock.client_deadline", "a client deadline is a lease-session setting: etcd recipes only"));
     }
-    // Only the ZooKeeper recipe's two switches live in the client; the others are bugs of the
-    // simulated servers, which a real cluster does not have (it has its own).
+    // Three switches live in the client (the ZooKeeper recipe's two, the etcd session's one) and
+    // run against real clusters; the others are bugs of the simulated servers, which a real
+    // cluster does not have (it has its own).
     let bugs = &scenario.bugs;
     let server_bugs = [
         ("grant_without_lease_check", bugs.grant_without_lease_check),
@@ -98,7 +99,6 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
         ("ttl_reset_on_leader_change", bugs.ttl_reset_on_leader_change),
         ("watch_skip_at_compaction", bugs.watch_skip_at_compaction),
         ("follower_reads_without_read_index", bugs.follower_reads_without_read_index),
-        ("ignore_keepalive_failure", bugs.ignore_keepalive_failure),
     ];
     if let Some((name, _)) = server_bugs.iter().find(|(_, on)| *on) {
         return Err(unsupported(format!("bugs.{name}"), "a switch of the simulated service: a real cluster has no such switch"));
@@ -238,6 +238,7 @@ async fn drive<C: Cluster>(
         think_ms: scenario.clients.think.0.as_millis() as u64,
         resource_name: RESOURCE.to_string(),
         resource_addr,
+        ignore_keepalive_failure: scenario.bugs.ignore_keepalive_failure,
         unique_tag: !scenario.bugs.no_unique_tag_in_sequential_create,
         recheck_vanished: !scenario.bugs.lost_wakeup_on_vanished_predecessor,
         epoch_ns,

@@ -86,6 +86,7 @@ impl LockBackend for EtcdBackend {
             lease: self.lease,
             ttl_ms,
             deadline_ms: self.config.deadline_ms,
+            ignore_failures: self.config.ignore_keepalive_failure,
             session: session.clone(),
             journal: self.journal.clone(),
         };
@@ -293,6 +294,8 @@ struct KeepAlive {
     lease: i64,
     ttl_ms: u64,
     deadline_ms: Option<u64>,
+    /// The `ignore_keepalive_failure` bug: nothing a keepalive learns ends the session.
+    ignore_failures: bool,
     session: SessionWatch,
     journal: Arc<Journal>,
 }
@@ -308,7 +311,7 @@ impl KeepAlive {
         let (node, lease) = (self.node.clone(), self.lease);
         loop {
             let deadline = last_ack_sent + Duration::from_millis(deadline_ms);
-            let watched = if self.deadline_ms.is_some() { deadline } else { far() };
+            let watched = if self.deadline_ms.is_some() && !self.ignore_failures { deadline } else { far() };
             let now = tokio::time::Instant::now();
             if now >= watched {
                 return self.session.end("client deadline passed");
@@ -344,14 +347,16 @@ impl KeepAlive {
                 }
                 Ok(Ok(Some(_))) => {
                     self.journal.fail(&node, op, format!("lease {lease} not found"));
-                    return self.session.end("lease expired");
+                    if !self.ignore_failures {
+                        return self.session.end("lease expired");
+                    }
                 }
                 Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
                     stream = None;
                     self.journal.info(&node, op, "keepalive unanswered");
                 }
             }
-            if tokio::time::Instant::now() >= deadline {
+            if tokio::time::Instant::now() >= deadline && !self.ignore_failures {
                 return self.session.end("no keepalive acknowledged within the deadline");
             }
         }
