@@ -1,5 +1,5 @@
 //! Shaping a range response from the key-values a range selected at one revision, in the
-//! order etcd's applier does it: filter by create revision, sort, count, limit, strip values.
+//! order etcd's applier does it: count, filter by create revision, sort, limit, strip values.
 
 use std::cmp::Ordering;
 
@@ -7,9 +7,13 @@ use super::{KeyValue, RangeRequest, RangeResponse, ResponseHeader, Revision, Sor
 
 /// `selected` must be in key order (as [`super::mvcc::KeySpace::range_at`] yields them).
 ///
+/// `count` is the number of keys in the range, before the create-revision filters and the
+/// limit, as etcd computes it (server/etcdserver/apply.go sets it from the store's range and
+/// prunes afterwards): with a filter set, `count` and `kvs` disagree. A recipe that counted the
+/// filtered keys this way waited for ever on real etcd (the semaphore, found by `coordsim real`);
+/// the simulator gives the same answer so that no recipe can lean on a kinder one.
+///
 /// Choices where etcd is loose:
-/// - `count` is the number of keys that pass the create-revision filters (etcd counts before
-///   filtering, which makes `count` disagree with `kvs` when a filter is set).
 /// - Sorting by a field other than the key breaks ties by key, ascending; `Descend` is the
 ///   exact reverse of `Ascend`. etcd's sort is not stable, so it promises no tie order.
 /// - With `count_only`, `more` is false (no kvs were cut), as in etcd.
@@ -18,16 +22,17 @@ pub(super) fn respond<'a>(
     selected: impl Iterator<Item = &'a KeyValue>,
     header_revision: Revision,
 ) -> RangeResponse {
-    let mut kvs: Vec<&KeyValue> = selected.filter(|kv| passes_filters(req, kv)).collect();
+    let selected: Vec<&KeyValue> = selected.collect();
+    let count = selected.len();
+    let mut kvs: Vec<&KeyValue> = selected.into_iter().filter(|kv| passes_filters(req, kv)).collect();
     if let Some((target, order)) = req.sort {
         sort(&mut kvs, target, order);
     }
-    let count = kvs.len();
     let header = ResponseHeader { revision: header_revision };
     if req.count_only {
         return RangeResponse { header, kvs: Vec::new(), count, more: false };
     }
-    let more = req.limit > 0 && count > req.limit;
+    let more = req.limit > 0 && kvs.len() > req.limit;
     if more {
         kvs.truncate(req.limit);
     }

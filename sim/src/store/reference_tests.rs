@@ -328,6 +328,8 @@ fn compare(c: &Compare, kv: Option<&KeyValue>) -> bool {
 fn shape_range(map: &Map, req: &RangeRequest, header: Revision) -> RangeResponse {
     let min = req.min_create_revision;
     let max = req.max_create_revision;
+    // etcd counts the range before the filters prune it.
+    let count = map.values().filter(|kv| selects(&req.range, &kv.key)).count();
     let mut kvs: Vec<KeyValue> = map
         .values()
         .filter(|kv| selects(&req.range, &kv.key))
@@ -350,15 +352,14 @@ fn shape_range(map: &Map, req: &RangeRequest, header: Revision) -> RangeResponse
             kvs.reverse();
         }
     }
-    let count = kvs.len();
     let header = ResponseHeader { revision: header };
     if req.count_only {
         let kvs = Vec::new();
         let more = false;
         return RangeResponse { header, kvs, count, more };
     }
-    let more = req.limit != 0 && count > req.limit;
-    kvs.truncate(if req.limit == 0 { count } else { req.limit });
+    let more = req.limit != 0 && kvs.len() > req.limit;
+    kvs.truncate(if req.limit == 0 { kvs.len() } else { req.limit });
     if req.keys_only {
         kvs.iter_mut().for_each(|kv| kv.value.clear());
     }

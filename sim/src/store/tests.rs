@@ -442,16 +442,22 @@ fn range_limit_applies_after_sorting() {
 }
 
 #[test]
-fn range_filters_by_create_revision_and_counts_what_passes() {
+fn range_filters_by_create_revision_but_counts_the_whole_range_as_etcd_does() {
     let store = sortable_store();
     let filtered =
         |min, max| RangeRequest { min_create_revision: min, max_create_revision: max, ..RangeRequest::new(prefix("")) };
+    let everything = read(&store, filtered(0, 0)).count;
     let cases = [(3, 0, vec!["a", "b"]), (0, 3, vec!["a", "c"]), (3, 3, vec!["a"]), (5, 0, vec![])];
     for (min, max, expected) in cases {
         let response = read(&store, filtered(min, max));
         assert_eq!(keys_of(&response.kvs), expected, "min {min} max {max}");
-        assert_eq!(response.count, expected.len(), "min {min} max {max}");
+        // etcd's apply.go takes the count from the store's range, then prunes by revision.
+        assert_eq!(response.count, everything, "min {min} max {max}");
+        assert!(!response.more, "nothing was cut by a limit");
     }
+    let limited = RangeRequest { limit: 1, ..filtered(3, 0) };
+    let response = read(&store, limited);
+    assert_eq!((keys_of(&response.kvs).len(), response.count, response.more), (1, everything, true));
 }
 
 #[test]
