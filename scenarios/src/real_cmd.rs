@@ -181,7 +181,8 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         std::fs::write(&history_path, history.to_json()).map_err(|e| io(e, &history_path))?;
         let summary_path = dir.join("summary.json");
         std::fs::write(&summary_path, summary.to_json()).map_err(|e| io(e, &summary_path))?;
-        let report = crate::report_cmd::write_run_report(&dir, &history, Some(&summary), Some(scenario))?;
+        let on = format!("real {}", system.name());
+        let report = crate::report_cmd::write_report(&dir, &history, Some(&summary), Some(scenario), Some(&on))?;
         let verdicts: Vec<String> = summary
             .outcomes
             .iter()

@@ -104,8 +104,20 @@ pub fn write_run_report(
     summary: Option<&RunSummary>,
     scenario: Option<&coordsim_sim::scenario::Scenario>,
 ) -> Result<PathBuf, InputError> {
+    write_report(dir, history, summary, scenario, None)
+}
+
+/// [`write_run_report`] for a history recorded on a real cluster (`system`: `real etcd`).
+pub fn write_report(
+    dir: &Path,
+    history: &History,
+    summary: Option<&RunSummary>,
+    scenario: Option<&coordsim_sim::scenario::Scenario>,
+    system: Option<&str>,
+) -> Result<PathBuf, InputError> {
     let mut input = RunInput::new(history);
     input.summary = summary;
+    input.system = system;
     if let Some(scenario) = scenario {
         input.scenario_summary = &scenario.summary;
         input.description = &scenario.description;

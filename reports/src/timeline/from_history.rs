@@ -35,11 +35,14 @@ pub struct RunInput<'a> {
     pub description: &'a str,
     /// A linearizability counterexample over this history's operation ids.
     pub linearizability: Option<&'a LinPanel>,
+    /// The real cluster the history was recorded on (`real etcd`), for a `coordsim real` run: its
+    /// `seed` is then the run's number and its time wall time.
+    pub system: Option<&'a str>,
 }
 
 impl<'a> RunInput<'a> {
     pub fn new(history: &'a History) -> Self {
-        RunInput { history, summary: None, scenario_summary: "", description: "", linearizability: None }
+        RunInput { history, summary: None, scenario_summary: "", description: "", linearizability: None, system: None }
     }
 }
 
@@ -74,9 +77,12 @@ pub fn build(input: &RunInput<'_>) -> Timeline {
     builder.close_open_things();
 
     let mut timeline = Timeline {
-        title: format!("{} · seed {}", history.scenario, history.seed),
+        title: match input.system {
+            Some(system) => format!("{} · {system}, run {}", history.scenario, history.seed),
+            None => format!("{} · seed {}", history.scenario, history.seed),
+        },
         summary: input.scenario_summary.to_string(),
-        facts: facts(history, input.summary),
+        facts: facts(history, input.summary, input.system),
         axis: Some(super::Axis::Nanos),
         end,
         lanes: Vec::new(),
@@ -104,13 +110,20 @@ pub fn build(input: &RunInput<'_>) -> Timeline {
     timeline
 }
 
-fn facts(history: &History, summary: Option<&RunSummary>) -> Vec<(String, String)> {
-    let mut facts = vec![
-        ("scenario".to_string(), history.scenario.clone()),
-        ("seed".to_string(), history.seed.to_string()),
-        ("simulated".to_string(), fmt_duration(history.duration_ns)),
-        ("entries".to_string(), history.entries.len().to_string()),
-    ];
+fn facts(history: &History, summary: Option<&RunSummary>, system: Option<&str>) -> Vec<(String, String)> {
+    let mut facts = vec![("scenario".to_string(), history.scenario.clone())];
+    match system {
+        Some(system) => facts.extend([
+            ("on".to_string(), system.to_string()),
+            ("run".to_string(), history.seed.to_string()),
+            ("recorded".to_string(), fmt_duration(history.duration_ns)),
+        ]),
+        None => facts.extend([
+            ("seed".to_string(), history.seed.to_string()),
+            ("simulated".to_string(), fmt_duration(history.duration_ns)),
+        ]),
+    }
+    facts.push(("entries".to_string(), history.entries.len().to_string()));
     if let Some(summary) = summary {
         let status = if summary.as_expected { "every verdict as expected" } else { "NOT as expected" };
         facts.push(("result".to_string(), status.to_string()));
