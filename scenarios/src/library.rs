@@ -29,6 +29,8 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("herd-cas-lock", include_str!("../library/herd-cas-lock.toml")),
     ("herd-cas-lock-backoff", include_str!("../library/herd-cas-lock-backoff.toml")),
     ("herd-free-mutex", include_str!("../library/herd-free-mutex.toml")),
+    ("lock-starvation", include_str!("../library/lock-starvation.toml")),
+    ("lock-starvation-fifo", include_str!("../library/lock-starvation-fifo.toml")),
     ("zk-queue-lock", include_str!("../library/zk-queue-lock.toml")),
     ("zk-herd-lock", include_str!("../library/zk-herd-lock.toml")),
     ("lost-wakeup", include_str!("../library/lost-wakeup.toml")),
@@ -40,6 +42,12 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("semaphore-three-permits", include_str!("../library/semaphore-three-permits.toml")),
     ("nested-unlock-releases-outer", include_str!("../library/nested-unlock-releases-outer.toml")),
     ("reentrant-lock", include_str!("../library/reentrant-lock.toml")),
+    ("hundred-requests-etcd-mutex", include_str!("../library/hundred-requests-etcd-mutex.toml")),
+    ("hundred-requests-etcd-lock-api", include_str!("../library/hundred-requests-etcd-lock-api.toml")),
+    ("hundred-requests-etcd-cas", include_str!("../library/hundred-requests-etcd-cas.toml")),
+    ("hundred-requests-etcd-semaphore", include_str!("../library/hundred-requests-etcd-semaphore.toml")),
+    ("hundred-requests-zk-queue-lock", include_str!("../library/hundred-requests-zk-queue-lock.toml")),
+    ("hundred-requests-zk-herd-lock", include_str!("../library/hundred-requests-zk-herd-lock.toml")),
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 
