@@ -322,6 +322,40 @@ fn lease_liveness_owes_nothing_while_the_servers_cannot_commit() {
     assert_eq!(clients_only.verdict(Property::LeaseLiveness), Verdict::Fail);
 }
 
+// ---------------------------------------------------------------------------------------------
+// spurious_expiry: a session timeout too short for the network.
+
+#[test]
+fn spurious_expiry_fails_a_live_owners_lease_lost_to_latency_alone() {
+    // c1 renews at 1 s, then a latency spike on the whole network (no targets) eats its
+    // keepalives and the lease expires at 6.5 s: c1 never crashed, paused or was cut off.
+    let mut b = silent_owner();
+    b.fault(2000, 6000, 1, FaultKind::Latency, &[]).expiry(6500, 1);
+    let report = b.report(Property::SpuriousExpiry);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["lease 1 of c1", "expired at 6.500s", "network"]);
+}
+
+#[test]
+fn spurious_expiry_excuses_a_crash_a_fault_on_the_owner_or_on_the_servers() {
+    let cases: [(FaultKind, &[&str]); 3] =
+        [(FaultKind::Crash, &["c1"]), (FaultKind::Pause, &["c1"]), (FaultKind::Partition, &["s1", "s2", "s3"])];
+    for (kind, targets) in cases {
+        let mut b = silent_owner();
+        b.fault(2000, 4000, 1, kind, targets).expiry(6500, 1);
+        assert_eq!(b.verdict(Property::SpuriousExpiry), Verdict::Pass, "{kind:?} on {targets:?}");
+    }
+    // A fault on someone else, long before the lease's last TTL, excuses nothing.
+    let mut other = silent_owner();
+    other.fault(1000, 1200, 1, FaultKind::Pause, &["c2"]).fault(2000, 3000, 2, FaultKind::Pause, &["c2"]);
+    other.expiry(6500, 1);
+    assert_eq!(other.verdict(Property::SpuriousExpiry), Verdict::Fail);
+    // A lease its owner revoked never expired.
+    let mut revoked = silent_owner();
+    revoked.op(2000, 2010, "c1", Call::LeaseRevoke { lease: 1 }, ok(Return::LeaseRevoked));
+    assert_eq!(revoked.verdict(Property::SpuriousExpiry), Verdict::Pass);
+}
+
 #[test]
 fn lease_liveness_passes_trivially_without_leases() {
     let report = Builder::new().report(Property::LeaseLiveness);

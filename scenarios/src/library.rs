@@ -20,6 +20,8 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("ignore-keepalive-failure-fixed", include_str!("../library/ignore-keepalive-failure-fixed.toml")),
     ("ttl-reset-on-leader-change", include_str!("../library/ttl-reset-on-leader-change.toml")),
     ("ttl-reset-on-leader-change-fixed", include_str!("../library/ttl-reset-on-leader-change-fixed.toml")),
+    ("session-timeout-too-short", include_str!("../library/session-timeout-too-short.toml")),
+    ("session-timeout-long-enough", include_str!("../library/session-timeout-long-enough.toml")),
     ("stale-reads", include_str!("../library/stale-reads.toml")),
     ("stale-reads-fixed", include_str!("../library/stale-reads-fixed.toml")),
     ("watch-compaction-gap", include_str!("../library/watch-compaction-gap.toml")),
