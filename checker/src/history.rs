@@ -28,7 +28,8 @@
 //! - watch streams, recorded by the watching client: [`Event::WatchStart`],
 //!   [`Event::WatchEvents`], [`Event::WatchProgress`], [`Event::WatchEnd`];
 //! - lock queue wakeups, recorded by a waiting client: [`Event::Wakeup`];
-//! - lease checkpoints, recorded by the leader: [`Event::LeaseCheckpoint`].
+//! - lease checkpoints, recorded by the leader: [`Event::LeaseCheckpoint`]; the moment a new
+//!   leader's lessor takes over: [`Event::LessorPromoted`].
 //!
 //! Checkers that need these pass trivially (and say so) on histories without them.
 
@@ -145,6 +146,12 @@ pub enum Event {
     /// leader's clock at the moment it took the checkpoint.
     /// `{"type":"lease_checkpoint","lease":5,"remaining_ms":2400}`
     LeaseCheckpoint { lease: i64, remaining_ms: u64 },
+    /// A leader's lessor took over the leases: from now on this server expires and renews them,
+    /// continuing each from its last applied checkpoint. A leader promotes its lessor once it has
+    /// applied an entry of its own term (as etcd does), not at its election: only then has it
+    /// applied every checkpoint committed before it. Recorded by that leader; `term` is its term.
+    /// `{"type":"lessor_promoted","term":3}`
+    LessorPromoted { term: u64 },
     /// A client's watch stream is established: from now on it delivers every change to `key` (or,
     /// with `prefix`, to every key that starts with `key`) at revisions from `start_revision` on,
     /// in revision order. For a watch asked to start "now", `start_revision` is the revision the

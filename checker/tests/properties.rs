@@ -129,6 +129,32 @@ fn older_grant_writing_after_newer_fails_mutual_exclusion_even_with_a_higher_tok
 }
 
 #[test]
+fn grants_whose_replies_cross_are_ordered_by_token_not_by_reply_time() {
+    // Seen in swarm-grant-without-lease-check (switch off, seed 10): c2's grant (token 27) is
+    // made first, but c2 is paused and reads its reply 1 ms after c9 reads its own grant (token
+    // 29), made after c2's lease ran out. The fenced resource accepts 27, then 29: ownership
+    // moved forward in the service's order. The two lock calls overlap in true time, so their
+    // replies say nothing about which grant came first; the tokens do.
+    let mut b = Builder::new();
+    b.grant(0, 6_001, "c2", 27);
+    b.grant(100, 6_000, "c9", 29);
+    b.write(6_002, "c2", 27, true).write(6_010, "c9", 29, true);
+    assert_eq!(b.verdict(Property::MutualExclusion), Verdict::Pass);
+    assert_eq!(b.verdict(Property::Fencing), Verdict::Pass);
+}
+
+#[test]
+fn overlapping_grants_writing_against_token_order_fail_mutual_exclusion() {
+    // The same two grants, the other way round at the resource: c9 (token 29) writes, then c2
+    // writes with the older grant's token 27 to an unfenced resource.
+    let mut b = Builder::new();
+    b.grant(0, 6_001, "c2", 27);
+    b.grant(100, 6_000, "c9", 29);
+    b.write(6_002, "c9", 29, true).write(6_010, "c2", 27, true);
+    assert_eq!(b.verdict(Property::MutualExclusion), Verdict::Fail);
+}
+
+#[test]
 fn write_without_any_grant_fails_mutual_exclusion() {
     let mut b = Builder::new();
     b.write(10, "c9", 4, true);

@@ -242,6 +242,48 @@ fn lease_liveness_holds_a_new_leader_to_the_last_checkpoint_when_there_are_check
 }
 
 #[test]
+fn lease_liveness_counts_from_the_lessors_promotion_not_the_election() {
+    // s2 is elected at 5 s but paused right after; its lessor takes over (the lease's 3 s
+    // countdown resumes) at 8 s, after its first commit: deadline 11.05 s, limit 11.6 s
+    // (sim/src/server follow_role; seed 28 of swarm-deposed-leader-expires-leases). The
+    // election alone would put the limit at 8.6 s.
+    let mut b = silent_owner();
+    b.push(3000, "s1", Event::LeaseCheckpoint { lease: 1, remaining_ms: 3000 }).leader(5000, "s2", 2);
+    b.fault(5010, 7000, 1, FaultKind::Pause, &["s2"]).push(8000, "s2", Event::LessorPromoted { term: 2 });
+    let mut late = Builder { history: b.history.clone(), next_op: b.next_op };
+    b.expiry(11_300, 1);
+    assert_eq!(b.verdict(Property::LeaseLiveness), Verdict::Pass);
+    late.expiry(11_700, 1);
+    assert_eq!(late.verdict(Property::LeaseLiveness), Verdict::Fail);
+}
+
+#[test]
+fn lease_liveness_lets_a_keepalive_wait_through_chained_pauses_of_the_server() {
+    // The keepalive sent at 3 s timed out at 4 s; s1 was paused from 3.5 s to 6 s and again,
+    // before it ran, from 5.9 s to 9 s: it handles the request at 9 s, renewing until 14.05 s
+    // (limit 14.6 s; seed 578 of swarm-deposed-leader-expires-leases). Counting only the
+    // first pause would put the limit at 11.6 s.
+    let mut b = silent_owner();
+    b.keepalive(3000, 4000, "c1", 1, Some(End::Info));
+    b.fault(3500, 6000, 1, FaultKind::Pause, &["s1"]).fault(5900, 9000, 2, FaultKind::Pause, &["s1"]);
+    b.expiry(14_300, 1);
+    assert_eq!(b.verdict(Property::LeaseLiveness), Verdict::Pass);
+}
+
+#[test]
+fn lease_liveness_does_not_move_an_acknowledged_renewal_past_its_answer() {
+    // The keepalive answered at 1.01 s renewed the lease by then, even though a follower was
+    // paused from 0.9 s to 3 s: the pause gives the revocation time (until 4 s) but does not
+    // make the acknowledged renewal later (it would put the limit at 3 + 5.05 + 0.55 = 8.6 s).
+    let mut b = silent_owner();
+    b.fault(900, 3000, 1, FaultKind::Pause, &["s2"]).expiry(6500, 1);
+    assert_eq!(b.verdict(Property::LeaseLiveness), Verdict::Pass);
+    let mut late = silent_owner();
+    late.fault(900, 3000, 1, FaultKind::Pause, &["s2"]).expiry(7500, 1);
+    assert_eq!(late.verdict(Property::LeaseLiveness), Verdict::Fail, "limit 6.61 s");
+}
+
+#[test]
 fn lease_liveness_counts_a_renewal_as_a_checkpoint_of_a_full_ttl() {
     // The periodic checkpoint at 0.5 s said 4.5 s; the renewal at 1 s checkpointed 5 s again, so
     // s2, promoted at 5 s, continues from 5 s: deadline 10.05 s, limit 10.6 s.
@@ -278,6 +320,40 @@ fn lease_liveness_owes_nothing_while_the_servers_cannot_commit() {
     let mut clients_only = silent_owner();
     clients_only.fault(3000, 12_000, 1, FaultKind::Partition, &["c2"]).expiry(12_300, 1);
     assert_eq!(clients_only.verdict(Property::LeaseLiveness), Verdict::Fail);
+}
+
+// ---------------------------------------------------------------------------------------------
+// spurious_expiry: a session timeout too short for the network.
+
+#[test]
+fn spurious_expiry_fails_a_live_owners_lease_lost_to_latency_alone() {
+    // c1 renews at 1 s, then a latency spike on the whole network (no targets) eats its
+    // keepalives and the lease expires at 6.5 s: c1 never crashed, paused or was cut off.
+    let mut b = silent_owner();
+    b.fault(2000, 6000, 1, FaultKind::Latency, &[]).expiry(6500, 1);
+    let report = b.report(Property::SpuriousExpiry);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["lease 1 of c1", "expired at 6.500s", "network"]);
+}
+
+#[test]
+fn spurious_expiry_excuses_a_crash_a_fault_on_the_owner_or_on_the_servers() {
+    let cases: [(FaultKind, &[&str]); 3] =
+        [(FaultKind::Crash, &["c1"]), (FaultKind::Pause, &["c1"]), (FaultKind::Partition, &["s1", "s2", "s3"])];
+    for (kind, targets) in cases {
+        let mut b = silent_owner();
+        b.fault(2000, 4000, 1, kind, targets).expiry(6500, 1);
+        assert_eq!(b.verdict(Property::SpuriousExpiry), Verdict::Pass, "{kind:?} on {targets:?}");
+    }
+    // A fault on someone else, long before the lease's last TTL, excuses nothing.
+    let mut other = silent_owner();
+    other.fault(1000, 1200, 1, FaultKind::Pause, &["c2"]).fault(2000, 3000, 2, FaultKind::Pause, &["c2"]);
+    other.expiry(6500, 1);
+    assert_eq!(other.verdict(Property::SpuriousExpiry), Verdict::Fail);
+    // A lease its owner revoked never expired.
+    let mut revoked = silent_owner();
+    revoked.op(2000, 2010, "c1", Call::LeaseRevoke { lease: 1 }, ok(Return::LeaseRevoked));
+    assert_eq!(revoked.verdict(Property::SpuriousExpiry), Verdict::Pass);
 }
 
 #[test]
@@ -727,6 +803,7 @@ fn new_events_have_the_documented_json_shapes() {
             Event::LeaseCheckpoint { lease: 5, remaining_ms: 2400 },
             r#"{"type":"lease_checkpoint","lease":5,"remaining_ms":2400}"#,
         ),
+        (Event::LessorPromoted { term: 3 }, r#"{"type":"lessor_promoted","term":3}"#),
         (
             Event::WatchStart { watch: 1, key: "k1".into(), prefix: false, start_revision: 5 },
             r#"{"type":"watch_start","watch":1,"key":"k1","start_revision":5}"#,

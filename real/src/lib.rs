@@ -34,8 +34,8 @@ use coordsim_checker::properties::Property;
 pub use config::System;
 
 /// The properties a real run can judge: those read from what clients and the resource record.
-/// `lease_safety`, `lease_liveness` and `grant_live_lease` need the leader's own records of lease
-/// expiries; `linearizable`, `watch` and `durability` belong to the key-value workload.
+/// `lease_safety`, `lease_liveness`, `grant_live_lease` and `spurious_expiry` need the leader's
+/// own records of lease expiries (a real run sees them from outside, within a poll); `linearizable`, `watch` and `durability` belong to the key-value workload.
 pub const JUDGED: [Property; 7] = [
     Property::MutualExclusion,
     Property::Fencing,

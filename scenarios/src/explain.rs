@@ -24,6 +24,7 @@ pub fn exercised(scenario: &Scenario) -> Vec<Property> {
         Property::Progress,
         Property::Herd,
         Property::Fairness,
+        Property::SpuriousExpiry,
         Property::DualOwnership,
     ];
     match &scenario.kv {

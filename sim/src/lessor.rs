@@ -12,7 +12,9 @@
 //! its full TTL instead — etcd 3.4's behaviour, the `ttl_reset_on_leader_change` bug switch —
 //! lets leader churn keep a dead client's lease alive forever (docs/cases/04). With
 //! checkpoints, a lease outlives its deadline by at most the checkpoint interval plus the time
-//! to elect the new leader, per leader change.
+//! to elect the new leader, per leader change. The server promotes a new leader's lessor only
+//! once it has applied an entry of its own term (server `follow_role`), so the checkpoints its
+//! predecessor committed are applied before it reads them.
 
 use std::collections::{BTreeMap, BTreeSet};
 

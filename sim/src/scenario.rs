@@ -14,9 +14,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::resource::ResourceMode;
 
-/// Largest cluster and client counts a scenario may ask for (a limit on everything).
+/// Largest cluster and client counts a scenario may ask for (a limit on everything). Clients
+/// get addresses 10.0.1.1..=10.0.1.N (so N < 255). Measured for the 100-client comparison
+/// (hundred-requests-*): a 20 s seed with 100 clients runs in 0.13–0.36 s at 44–53 MB peak RSS
+/// (release), so 128 leaves room without approaching the address limit.
 pub const SERVERS_MAX: usize = 7;
-pub const CLIENTS_MAX: usize = 64;
+pub const CLIENTS_MAX: usize = 128;
 /// Longest simulated run.
 pub const DURATION_MAX: Duration = Duration::from_secs(3600);
 /// Shortest lease TTL, as the server enforces it (etcd raises shorter TTLs to its minimum,

@@ -1,5 +1,6 @@
 //! Raft leadership as the servers' `role` records show it: who led when, and each promotion (a
-//! server becoming leader), which is when a new leader's lessor takes over the leases.
+//! new leader's lessor taking over the leases: its `lessor_promoted` record, or, in a history
+//! without those, its `role leader` record).
 //!
 //! A leadership lasts from the server's `role leader` record until its next record of another
 //! role, its crash, or the end of the run. A `role leader` record from a server already leading
@@ -71,6 +72,22 @@ impl Leadership {
                 }
                 _ => {}
             }
+        }
+        // A runner that records when each lessor took over says so exactly; the election is only
+        // the earliest it could have.
+        let lessors: Vec<Promotion> = history
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(index, entry)| match entry.event {
+                Event::LessorPromoted { term } => {
+                    Some(Promotion { server: entry.node.clone(), time_ns: entry.time_ns, term, entry: index })
+                }
+                _ => None,
+            })
+            .collect();
+        if !lessors.is_empty() {
+            promotions = lessors;
         }
         Leadership { promotions, reigns }
     }

@@ -18,8 +18,11 @@
 //!   applied last is not known exactly — one committed less than [`ELECTION_TIMEOUT_MAX_MS`]
 //!   before the promotion may not have reached it — so the largest remaining TTL among the last
 //!   checkpoint before that and those after it counts; a lease lengthened by a full TTL where its
-//!   checkpoints say less then fails (docs/cases/04). Promotions are the `role leader` records;
-//!   those up to the bound count (a leader can change while the revocation is in flight).
+//!   checkpoints say less then fails (docs/cases/04). Promotions are the `lessor_promoted`
+//!   records (a leader's lessor takes over once the leader has applied an entry of its own
+//!   term, which can be long after its election if a fault holds it back), or the `role leader`
+//!   records in a history without them; those up to the bound count (a leader can change while
+//!   the revocation is in flight).
 //! - The revocation then commits through Raft: [`COMMIT_ALLOWANCE_MS`], plus
 //!   [`ELECTION_TIMEOUT_MAX_MS`] for a leader that stalls without being replaced (a pause shorter
 //!   than an election), both in true time.
@@ -185,22 +188,36 @@ fn late(lease: &LeaseRecord, bound: &Bound, at_ns: u64, what: &str, entry: usize
     }
 }
 
-/// The latest moment a renewal may have reached the server: its completion, else the crash of
-/// its client, else the end of the run; or, if a fault on the servers was active meanwhile, the
-/// end of that fault (a paused server handles the requests queued for it when it resumes, a
-/// delayed link delivers late).
+/// The latest moment a renewal may have reached the server: an acknowledged one, its `ok`;
+/// otherwise its completion, else the crash of its client, else the end of the run; or, if a
+/// fault on the servers was active meanwhile, the end of that fault and of the faults chained to
+/// it (a paused server handles the requests queued for it when it resumes, a delayed link
+/// delivers late).
 fn latest_ns(context: &Context<'_>, owner: &str, renewal: &Renewal) -> u64 {
+    // An acknowledged renewal was made (and checkpointed) before its answer: faults after that
+    // cannot move it.
+    if let (true, Some(complete_ns)) = (renewal.acked, renewal.complete_ns) {
+        return complete_ns;
+    }
     let latest_ns = renewal.complete_ns.unwrap_or_else(|| {
         let crashed = context.crashes.get(owner).and_then(|times| times.iter().find(|&&t| t >= renewal.invoke_ns));
         crashed.copied().unwrap_or(context.history.duration_ns)
     });
-    let held_until = context
-        .blocking
-        .iter()
-        .filter(|(start, end)| *start <= latest_ns && *end >= renewal.invoke_ns)
-        .map(|(_, end)| *end)
-        .max();
-    held_until.map_or(latest_ns, |end| end.max(latest_ns))
+    // Faults chain: a server paused again before its first pause ended handles the request only
+    // when the last of them ends.
+    let mut until_ns = latest_ns;
+    loop {
+        let held_until = context
+            .blocking
+            .iter()
+            .filter(|(start, end)| *start <= until_ns && *end >= renewal.invoke_ns && *end > until_ns)
+            .map(|(_, end)| *end)
+            .max();
+        match held_until {
+            Some(end) => until_ns = end,
+            None => return until_ns,
+        }
+    }
 }
 
 fn bound(context: &Context<'_>, lease: &LeaseRecord) -> Bound {

@@ -21,6 +21,7 @@ mod locks;
 mod mutual_exclusion;
 mod progress;
 mod single_holder;
+mod spurious_expiry;
 mod watch;
 
 use serde::{Deserialize, Serialize};
@@ -76,10 +77,13 @@ pub enum Property {
     Herd,
     /// Lock grants follow the order of the requests (first come, first served).
     Fairness,
+    /// No lease expires while its owner runs and no fault has cut it or the servers off: a lease
+    /// lost to latency or packet loss alone means the TTL is too short for the network.
+    SpuriousExpiry,
 }
 
 impl Property {
-    pub const ALL: [Property; 13] = [
+    pub const ALL: [Property; 14] = [
         Property::MutualExclusion,
         Property::Fencing,
         Property::SingleHolder,
@@ -93,6 +97,7 @@ impl Property {
         Property::Durability,
         Property::Herd,
         Property::Fairness,
+        Property::SpuriousExpiry,
     ];
 
     /// The identifier used in scenario files and reports.
@@ -111,6 +116,7 @@ impl Property {
             Property::Durability => "durability",
             Property::Herd => "herd",
             Property::Fairness => "fairness",
+            Property::SpuriousExpiry => "spurious_expiry",
         }
     }
 
@@ -138,6 +144,7 @@ impl Property {
             Property::Durability => durability::check(history),
             Property::Herd => herd::check(history),
             Property::Fairness => fairness::check(history),
+            Property::SpuriousExpiry => spurious_expiry::check(history),
         }
     }
 }

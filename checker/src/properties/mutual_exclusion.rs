@@ -1,9 +1,16 @@
 //! Mutual exclusion at the protected resource.
 //!
 //! A lock is only worth what the resource sees: the rule (docs/cases/01) is that once a write
-//! from a newer grant has been accepted, no write from an older grant may be accepted. "Older"
-//! is by the time the grant was observed (true time of the lock operation's `ok`), so the rule
-//! holds the lock service to its promise rather than to its own tokens.
+//! from a newer grant has been accepted, no write from an older grant may be accepted.
+//!
+//! "Older" is the order in which the lock service made the grants. A client sees its grant
+//! somewhere between asking (`invoke`) and learning of it (`ok`), so true time decides only when
+//! one lock call ended before the other began: then the first grant is older, whatever its token
+//! says, and the rule holds the service to its promise rather than to its own tokens (a service
+//! whose tokens run backwards still fails). When the two calls overlap, the replies' order says
+//! nothing — a paused waiter reads a grant made seconds ago after its successor read a newer one —
+//! and the fencing token, the service's own position of the grant in its log (a revision, a
+//! zxid, a term), decides.
 
 use std::collections::BTreeMap;
 
@@ -66,7 +73,14 @@ pub(super) fn check(history: &History) -> PropertyReport {
     PropertyReport { property: "mutual_exclusion".into(), verdict, summary, findings }
 }
 
-/// Grant order: by the true time the grant was observed, then by token.
+/// Grant order (see the module documentation): `a` was granted before `b` if its lock call ended
+/// before `b`'s began; otherwise, the two calls overlapping, if its token is lower.
 fn is_older(a: &Grant, b: &Grant) -> bool {
-    (a.granted_ns, a.token) < (b.granted_ns, b.token)
+    if a.granted_ns < b.invoked_ns {
+        return true;
+    }
+    if b.granted_ns < a.invoked_ns {
+        return false;
+    }
+    a.token < b.token
 }

@@ -191,7 +191,10 @@ impl KeepAlive {
                 Ok(other) => self.recorder.info(&self.node, op, format!("{other:?}")),
                 Err(error) => self.recorder.info(&self.node, op, error.to_string()),
             }
-            if clock.now() >= deadline && !self.ignore_failures {
+            // Against the deadline as this attempt left it: an acknowledgement just received
+            // moved it (checking the one computed before the attempt ended sessions whose
+            // renewal had just succeeded, a false expiry `spurious_expiry` caught).
+            if clock.now() >= self.last_ack_sent.plus_ms(self.deadline_ms) && !self.ignore_failures {
                 return SessionEnd::KeepAliveTimeout;
             }
         }

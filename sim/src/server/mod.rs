@@ -433,27 +433,31 @@ impl Server {
     }
 
     /// Records role changes and promotes or demotes the lessor with them.
+    ///
+    /// A new leader promotes its lessor only once it has applied an entry of its own term (the
+    /// blank entry openraft appends at election): committing that entry commits, and applying
+    /// it applies, every entry of earlier terms, the last lease checkpoints among them. At the
+    /// moment of its election a follower may not yet know that its predecessor's last
+    /// checkpoint committed (the predecessor crashed before its next heartbeat said so); a
+    /// lessor promoted then would continue from an older checkpoint and keep a dead client's
+    /// lease up to one checkpoint interval too long. etcd promotes at the same point (when it
+    /// applies the new term's empty entry: "finished applying all entries from the last
+    /// term", etcdserver `applyEntryNormal`).
     async fn follow_role(self: Arc<Self>) {
         let mut metrics = self.raft.metrics();
         let mut last: Option<(ServerState, u64)> = None;
+        // The term in which this server's lessor was promoted, while it still leads.
+        let mut promoted: Option<u64> = None;
         loop {
-            let now = {
+            let (now, applied_term) = {
                 let m = metrics.borrow_watched();
-                (m.state, m.current_term)
+                ((m.state, m.current_term), m.last_applied.as_ref().map(|log_id| log_id.leader_id.term))
             };
+            let (state, term) = now;
+            let is_leader = state == ServerState::Leader;
             if last != Some(now) {
-                let (state, term) = now;
                 let was_leader = matches!(last, Some((ServerState::Leader, _)));
-                let is_leader = state == ServerState::Leader;
-                if is_leader && !was_leader {
-                    let leases: Vec<LeaseInfo> = lock(&self.applied)
-                        .store
-                        .leases()
-                        .map(|lease| LeaseInfo { id: lease.id, ttl_ms: lease.ttl_ms, remaining_ms: lease.remaining_ms })
-                        .collect();
-                    let reset = self.bugs.ttl_reset_on_leader_change;
-                    lock(&self.lessor).promote(self.clock.now(), leases, reset);
-                } else if was_leader && !is_leader && !self.bugs.deposed_leader_expires_leases {
+                if was_leader && !is_leader && !self.bugs.deposed_leader_expires_leases {
                     // (The bug skips this: the deposed leader's lessor stays primary.)
                     lock(&self.lessor).demote();
                 }
@@ -461,6 +465,19 @@ impl Server {
                     self.recorder.record(&self.name, Event::Role { role: role_of(state), term });
                 }
                 last = Some(now);
+            }
+            if !is_leader {
+                promoted = None;
+            } else if promotion_due(term, applied_term, promoted) {
+                let leases: Vec<LeaseInfo> = lock(&self.applied)
+                    .store
+                    .leases()
+                    .map(|lease| LeaseInfo { id: lease.id, ttl_ms: lease.ttl_ms, remaining_ms: lease.remaining_ms })
+                    .collect();
+                let reset = self.bugs.ttl_reset_on_leader_change;
+                lock(&self.lessor).promote(self.clock.now(), leases, reset);
+                self.recorder.record(&self.name, Event::LessorPromoted { term });
+                promoted = Some(term);
             }
             if metrics.changed().await.is_err() {
                 return;
@@ -528,6 +545,12 @@ impl Server {
             }
         }
     }
+}
+
+/// Whether a leader of `term` should promote its lessor now: not yet promoted in this term, and
+/// an entry of this term applied (see `follow_role`).
+fn promotion_due(term: u64, applied_term: Option<u64>, promoted: Option<u64>) -> bool {
+    promoted != Some(term) && applied_term == Some(term)
 }
 
 fn role_of(state: ServerState) -> RaftRole {

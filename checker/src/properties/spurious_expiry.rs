@@ -1,0 +1,102 @@
+//! Spurious expiry: a session timeout too short for the network. A lease exists so that the
+//! cluster can tell a dead client from a live one; a lease that expires while its owner runs and
+//! keeps renewing, only because the network got slower (latency spikes, lost packets), is a
+//! false expiration: the owner loses its lock and its work for nothing, and sessions churn. The
+//! remedy is a TTL that covers the network's worst round trips (and keepalives sent often enough
+//! within it), at the price of slower failover when a client really dies.
+//!
+//! The rule: a lease that expired is *excused* if its owner crashed after it was granted, or if,
+//! within its last TTL plus [`FAULT_RECOVERY_MS`] before the expiry, a fault hit its owner (a
+//! pause, a crash, a partition or link fault that includes it, a clock fault, dropped replies)
+//! or any server (an unavailable cluster cannot renew anything). Faults on the whole network
+//! (`latency`, `packet-loss`: no targets) do not excuse it: they are what the TTL must cover.
+//! Every other expiry fails the property. Leases revoked by their owner never count.
+
+use std::collections::BTreeMap;
+
+use crate::history::{Event, History, Phase};
+use crate::properties::lease_liveness::FAULT_RECOVERY_MS;
+use crate::properties::leases::{crashes, leases};
+use crate::verdict::{Finding, PropertyReport, Verdict};
+
+const MS: u64 = 1_000_000;
+
+/// (start, end, targets) of every fault that names its targets.
+fn targeted_faults(history: &History) -> Vec<(u64, u64, Vec<String>)> {
+    let mut open: BTreeMap<u64, (u64, Vec<String>)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for entry in &history.entries {
+        let Event::Fault { fault, phase, targets, .. } = &entry.event else { continue };
+        if targets.is_empty() {
+            continue;
+        }
+        match phase {
+            Phase::Start => {
+                open.insert(*fault, (entry.time_ns, targets.clone()));
+            }
+            Phase::End => {
+                if let Some((start, targets)) = open.remove(fault) {
+                    out.push((start, entry.time_ns, targets));
+                }
+            }
+        }
+    }
+    out.extend(open.into_values().map(|(start, targets)| (start, history.duration_ns, targets)));
+    out
+}
+
+pub(super) fn check(history: &History) -> PropertyReport {
+    let leases = leases(history);
+    let crashes = crashes(history);
+    let faults = targeted_faults(history);
+    let servers: Vec<&str> = history
+        .nodes
+        .iter()
+        .filter(|n| n.role == crate::history::NodeRole::Server)
+        .map(|n| n.name.as_str())
+        .collect();
+    let mut findings = Vec::new();
+    let mut expired = 0usize;
+    for lease in leases.values() {
+        let Some((expired_ns, entry)) = lease.expired else { continue };
+        expired += 1;
+        let granted_ns = lease.renewals.first().map_or(0, |r| r.invoke_ns);
+        let crashed = crashes
+            .get(lease.owner.as_str())
+            .is_some_and(|times| times.iter().any(|&t| t >= granted_ns && t <= expired_ns));
+        let window_ns = expired_ns.saturating_sub((lease.ttl_ms + FAULT_RECOVERY_MS) * MS);
+        let hit = |targets: &[String]| {
+            targets.iter().any(|t| *t == lease.owner || servers.contains(&t.as_str()))
+        };
+        let excused = faults.iter().any(|(start, end, targets)| *start <= expired_ns && *end >= window_ns && hit(targets));
+        if crashed || excused {
+            continue;
+        }
+        let last_ack = lease.renewals.iter().filter(|r| r.acked).filter_map(|r| r.complete_ns).max();
+        findings.push(Finding {
+            time_ns: expired_ns,
+            until_ns: None,
+            message: format!(
+                "lease {} of {} (TTL {} ms) expired at {} while {} was running and no fault had hit it or the servers since {}: only the network's speed stood in the way{}",
+                lease.id,
+                lease.owner,
+                lease.ttl_ms,
+                History::fmt_time(expired_ns),
+                lease.owner,
+                History::fmt_time(window_ns),
+                last_ack.map_or(String::new(), |ns| format!(" (last acknowledged renewal at {})", History::fmt_time(ns))),
+            ),
+            entries: vec![entry],
+        });
+    }
+    let verdict = if findings.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    let summary = match verdict {
+        Verdict::Pass if expired == 0 => format!("{} leases, none expired", leases.len()),
+        Verdict::Pass => format!("{expired} of {} leases expired, each after a crash or a fault on its owner or the servers", leases.len()),
+        _ => format!(
+            "{} of {expired} expired leases had a live owner that no fault had cut off: false expirations, the TTL is too short for the network",
+            findings.len()
+        ),
+    };
+    PropertyReport { property: "spurious_expiry".into(), verdict, summary, findings }
+}
