@@ -1,5 +1,6 @@
-//! The protected resource over TCP on 127.0.0.1: the simulator's [`Resource`] core (fenced or
-//! unfenced) behind a line protocol, and the client side that writes to it.
+//! The protected resource over TCP: the simulator's [`Resource`] core (fenced or unfenced) behind
+//! a line protocol, run as a process of its own (`coordsim real-resource --config <file>`), and
+//! the client side that writes to it.
 //!
 //! Request: `{"client":"c1","token":7,"value":"c1-3"}\n`; reply: `{"accepted":true,"highest":7}\n`
 //! (`highest`: the highest token accepted before this write). The server records every decision
@@ -31,6 +32,38 @@ struct WriteRequest {
 struct WriteReply {
     accepted: bool,
     highest: i64,
+}
+
+/// What the orchestrator tells the resource process.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceConfig {
+    /// Its node name in the history.
+    pub name: String,
+    pub mode: ResourceMode,
+    /// `IP:PORT` to listen on.
+    pub listen: String,
+    /// `CLOCK_MONOTONIC` at the run's start, in ns.
+    pub epoch_ns: u64,
+    pub journal: std::path::PathBuf,
+}
+
+/// `coordsim real-resource --config <file>`: serves until killed.
+pub fn main(config_path: &std::path::Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(config_path).map_err(|e| format!("{}: {e}", config_path.display()))?;
+    let config: ResourceConfig =
+        serde_json::from_str(&text).map_err(|e| format!("{}: line {}: {e}", config_path.display(), e.line()))?;
+    let journal = Journal::create(&config.journal, config.epoch_ns, 0)
+        .map_err(|e| format!("{}: {e}", config.journal.display()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let listener = TcpListener::bind(&config.listen).await.map_err(|e| format!("{}: {e}", config.listen))?;
+        serve(listener, config.name.clone(), config.mode, Arc::new(journal)).await;
+        Ok(())
+    })
 }
 
 /// Serves writes on `listener` until the task is dropped.

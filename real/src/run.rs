@@ -216,10 +216,11 @@ async fn drive<C: Cluster>(
     let epoch_ns = journal::monotonic_ns();
     let nemesis_journal = dirs.root.join("nemesis.jsonl");
     let journal = Arc::new(Journal::create(&nemesis_journal, epoch_ns, 0).map_err(|e| e.to_string())?);
-    let bind = hosts.net.as_ref().map_or_else(|| "127.0.0.1:0".to_string(), |net| format!("{}:0", net.bridge_ip()));
-    let listener = tokio::net::TcpListener::bind(&bind).await.map_err(|e| format!("{bind}: {e}"))?;
-    let resource_addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
-    let resource = tokio::spawn(crate::resource::serve(listener, RESOURCE.to_string(), resource_mode, journal.clone()));
+    // The resource: a process of its own on 127.0.0.1 (on the bridge when nodes have namespaces).
+    let ip = hosts.net.as_ref().map_or_else(|| "127.0.0.1".to_string(), |net| net.bridge_ip().to_string());
+    let resource_addr = format!("{ip}:{}", procs::free_port().map_err(|e| e.to_string())?);
+    let resource_journal = dirs.root.join("resource.jsonl");
+    spawn_resource(&procs, dirs, exe, resource_mode, &resource_addr, epoch_ns, &resource_journal).await?;
     let duration_ns = scenario.duration.0.as_nanos() as u64;
     let base = ClientConfig {
         name: String::new(),
@@ -296,9 +297,8 @@ async fn drive<C: Cluster>(
         }
     }
     procs.kill_all();
-    resource.abort();
     drop(cluster);
-    merge(scenario, run, duration_ns, &nemesis_journal, &clients, scenario.cluster.servers)
+    merge(scenario, run, duration_ns, &[nemesis_journal, resource_journal], &clients, scenario.cluster.servers)
 }
 
 /// Leases (sessions) seen alive, with the last true time each was seen.
@@ -357,6 +357,41 @@ fn spawn_client(
     procs.spawn(&client.name, command, &dirs.clients().join(format!("{stem}.log")))?;
     client.journals.push(journal);
     Ok(())
+}
+
+/// Starts the resource process and waits until it accepts connections (at most 5 s).
+async fn spawn_resource(
+    procs: &Procs,
+    dirs: &RunDirs,
+    exe: &Path,
+    mode: coordsim_sim::resource::ResourceMode,
+    addr: &str,
+    epoch_ns: u64,
+    journal: &Path,
+) -> Result<(), String> {
+    let config = crate::resource::ResourceConfig {
+        name: RESOURCE.to_string(),
+        mode,
+        listen: addr.to_string(),
+        epoch_ns,
+        journal: journal.to_path_buf(),
+    };
+    let path = dirs.root.join("resource.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&config).expect("configs serialize"))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut command = std::process::Command::new(exe);
+    command.arg("real-resource").arg("--config").arg(&path);
+    procs.spawn(RESOURCE, command, &dirs.root.join("resource.log"))?;
+    for _ in 0..250 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return Ok(());
+        }
+        if let Some(status) = procs.exited(RESOURCE) {
+            return Err(format!("the resource process exited ({status}); see {}", dirs.root.join("resource.log").display()));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(format!("the resource did not listen on {addr} within 5 s"))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -591,11 +626,14 @@ fn merge(
     scenario: &Scenario,
     run: u64,
     duration_ns: u64,
-    nemesis: &Path,
+    own: &[PathBuf],
     clients: &[ClientProc],
     servers: usize,
 ) -> Result<History, String> {
-    let mut entries = journal::read(nemesis)?;
+    let mut entries = Vec::new();
+    for path in own {
+        entries.extend(journal::read(path)?);
+    }
     for client in clients {
         for path in &client.journals {
             // A client killed before it wrote anything leaves no journal.

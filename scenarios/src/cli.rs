@@ -151,6 +151,9 @@ enum Command {
     /// One client process of a real run (started by `coordsim real`).
     #[command(hide = true)]
     RealClient(crate::real_cmd::ClientArgs),
+    /// The protected resource of a real run (started by `coordsim real`).
+    #[command(hide = true)]
+    RealResource(crate::real_cmd::ClientArgs),
     /// Model-check a protocol with stateright: `coordsim model list`, `coordsim model <name>`.
     /// Exit 0 when every property gives its expected result, 1 otherwise, 2 on bad input.
     Model(crate::model_cmd::ModelArgs),
@@ -206,6 +209,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Model(args) => crate::model_cmd::run(args),
         Command::Real(args) => crate::real_cmd::run(args),
         Command::RealClient(args) => crate::real_cmd::client(args),
+        Command::RealResource(args) => crate::real_cmd::resource(args),
     };
     match result {
         Ok(code) => code,

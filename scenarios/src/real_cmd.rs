@@ -46,7 +46,8 @@ pub enum SystemArg {
     Zookeeper,
 }
 
-/// `coordsim real-client --config <file>` (started by a real run, not by people).
+/// `coordsim real-client --config <file>` and `coordsim real-resource --config <file>` (started
+/// by a real run, not by people).
 #[derive(Args, Debug)]
 pub struct ClientArgs {
     #[arg(long)]
@@ -121,6 +122,17 @@ fn run_real(_: &RunArgs, _: SystemArg) -> Result<ExitCode, InputError> {
 #[cfg(not(feature = "real"))]
 pub fn client(_: ClientArgs) -> Result<ExitCode, InputError> {
     Err(InputError::Usage("built without the `real` feature".into()))
+}
+
+#[cfg(not(feature = "real"))]
+pub fn resource(_: ClientArgs) -> Result<ExitCode, InputError> {
+    Err(InputError::Usage("built without the `real` feature".into()))
+}
+
+#[cfg(feature = "real")]
+pub fn resource(args: ClientArgs) -> Result<ExitCode, InputError> {
+    coordsim_real::resource::main(&args.config).map_err(InputError::Usage)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(feature = "real")]
