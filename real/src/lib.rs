@@ -46,23 +46,42 @@ pub const JUDGED: [Property; 7] = [
     Property::Fairness,
 ];
 
-/// Runs [`run::run`] on a current-thread runtime on this thread, until it ends or Ctrl-C; either
-/// way every process it started is killed before this returns.
+/// Runs [`run::run`] on a current-thread runtime on this thread, until it ends or SIGINT/SIGTERM;
+/// either way every process and namespace it made is gone before this returns.
 pub fn run_blocking(
     scenario: &coordsim_sim::scenario::Scenario,
     system: System,
     run: u64,
     dir: &std::path::Path,
     exe: &std::path::Path,
-) -> Result<run::RealRun, String> {
+) -> Result<run::RealRun, RunError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(|e| RunError::Failed(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        // Registered before the run starts anything, so that no moment of it (the namespaces'
+        // set-up included) dies of the signal's default action with its processes left behind.
+        let caught = |e: std::io::Error| RunError::Failed(format!("cannot catch signals: {e}"));
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(caught)?;
+        let mut terminate = signal(SignalKind::terminate()).map_err(caught)?;
         tokio::select! {
-            result = run::run(scenario, system, run, dir, exe) => result,
-            _ = tokio::signal::ctrl_c() => Err("interrupted (Ctrl-C): every process of the run was stopped".to_string()),
+            result = run::run(scenario, system, run, dir, exe) => result.map_err(RunError::Failed),
+            _ = interrupt.recv() => Err(RunError::Interrupted("SIGINT", libc::SIGINT)),
+            _ = terminate.recv() => Err(RunError::Interrupted("SIGTERM", libc::SIGTERM)),
         }
     })
+}
+
+/// Why a real run ended without a history.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The cluster, a process or the run's files failed.
+    #[error("{0}")]
+    Failed(String),
+    /// A signal (name, number) stopped it; every process and namespace of the run was removed
+    /// first.
+    #[error("interrupted ({0}): every process and namespace of the run was stopped and removed")]
+    Interrupted(&'static str, i32),
 }

@@ -158,11 +158,12 @@ impl Drop for Network {
     }
 }
 
-/// Namespaces and bridges named like ours whose run is gone (its pid no longer lives).
-pub fn leftovers() -> Vec<String> {
-    let mut found = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/run/netns") {
-        for entry in entries.flatten() {
+/// What a killed run left: namespaces (`ip netns del NAME`) and links, its bridge and veths
+/// (`ip link del NAME`), named like ours with a pid that no longer lives.
+pub fn leftovers() -> (Vec<String>, Vec<String>) {
+    let stale = |dir: &str| -> Vec<String> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(pid) = pid_of(&name)
                 && !std::path::Path::new(&format!("/proc/{pid}")).exists()
@@ -170,9 +171,10 @@ pub fn leftovers() -> Vec<String> {
                 found.push(name);
             }
         }
-    }
-    found.sort();
-    found
+        found.sort();
+        found
+    };
+    (stale("/run/netns"), stale("/sys/class/net"))
 }
 
 fn pid_of(name: &str) -> Option<u32> {

@@ -278,6 +278,11 @@ async fn drive<C: Cluster>(
             && Some(&leader) != last_leader.as_ref()
         {
             term += 1;
+            // The one the cluster no longer names leader is recorded as following, so that a
+            // timeline never shows two leaders (a crashed or partitioned old leader included).
+            if let Some(old) = &last_leader {
+                journal.record(old, Event::Role { role: RaftRole::Follower, term });
+            }
             journal.record(&leader, Event::Role { role: RaftRole::Leader, term });
             last_leader = Some(leader);
         }
@@ -408,6 +413,9 @@ struct Timeline<'a> {
     active: Vec<(usize, Vec<String>)>,
     /// The links each active partition cuts, by plan index.
     cuts: std::collections::BTreeMap<usize, BTreeSet<Link>>,
+    /// Active pauses and crashes per node.
+    paused: std::collections::BTreeMap<String, u32>,
+    crashed: std::collections::BTreeMap<String, u32>,
 }
 
 impl<'a> Timeline<'a> {
@@ -421,7 +429,7 @@ impl<'a> Timeline<'a> {
         // releases its node first.
         pending.sort_by_key(|(at, action)| (*at, matches!(action, Action::Start(_)), action_index(*action)));
         pending.reverse();
-        Timeline { faults, pending, active: Vec::new(), cuts: std::collections::BTreeMap::new() }
+        Timeline { faults, pending, active: Vec::new(), cuts: Default::default(), paused: Default::default(), crashed: Default::default() }
     }
 
     fn next_due(&mut self, now: u64) -> Option<(u64, Action)> {
@@ -437,6 +445,32 @@ impl<'a> Timeline<'a> {
         self.pending.retain(|(_, action)| !matches!(action, Action::End(i) if *i == index));
         self.pending.push((0, Action::End(index)));
     }
+}
+
+/// Counts one more fault on `node`; true if it is the first.
+fn bump(counts: &mut std::collections::BTreeMap<String, u32>, node: &str) -> bool {
+    let n = counts.entry(node.to_string()).or_default();
+    *n += 1;
+    *n == 1
+}
+
+/// Counts one fault fewer on `node`; true if it was the last.
+fn unbump(counts: &mut std::collections::BTreeMap<String, u32>, node: &str) -> bool {
+    match counts.get_mut(node) {
+        Some(n) if *n > 1 => {
+            *n -= 1;
+            false
+        }
+        Some(_) => {
+            counts.remove(node);
+            true
+        }
+        None => false,
+    }
+}
+
+fn count(counts: &std::collections::BTreeMap<String, u32>, node: &str) -> u32 {
+    counts.get(node).copied().unwrap_or(0)
 }
 
 fn action_index(action: Action) -> usize {
@@ -487,16 +521,29 @@ fn apply<C: Cluster>(
                 return Ok(());
             };
             let pid = procs.pid(&node);
+            // Faults on one node compose as in the simulator: it runs again when the last of its
+            // pauses ends, and restarts when the last of its crashes ends.
             match kind {
                 FaultKind::Pause => {
-                    if let Some(pid) = pid {
+                    if bump(&mut timeline.paused, &node) && count(&timeline.crashed, &node) == 0
+                        && let Some(pid) = pid
+                    {
                         procs::signal(pid, libc::SIGSTOP);
                     }
                 }
-                _ if cluster.servers().contains(&node) => cluster.crash(&node),
-                _ => procs.kill(&node),
+                _ if bump(&mut timeline.crashed, &node) => {
+                    if cluster.servers().contains(&node) {
+                        cluster.crash(&node);
+                    } else {
+                        procs.kill(&node);
+                    }
+                }
+                _ => {}
             }
-            let detail = pid.map(|p| format!("pid {p}")).unwrap_or_default();
+            let detail = match pid {
+                Some(pid) => format!("{kind} {node} (pid {pid})", kind = kind.name()),
+                None => format!("{kind} {node}", kind = kind.name()),
+            };
             journal.record(
                 NEMESIS,
                 Event::Fault { fault: planned.id, phase: Phase::Start, kind, targets: vec![node.clone()], detail },
@@ -522,19 +569,29 @@ fn apply<C: Cluster>(
             for node in &targets {
                 match kind {
                     FaultKind::Pause => {
-                        let pid = procs.pid(node);
-                        if let Some(pid) = pid {
+                        if unbump(&mut timeline.paused, node)
+                            && count(&timeline.crashed, node) == 0
+                            && let Some(pid) = procs.pid(node)
+                        {
                             procs::signal(pid, libc::SIGCONT);
                         }
                     }
-                    _ if cluster.servers().contains(node) => cluster.restart(node)?,
-                    _ => {
-                        // A crashed client starts again at once, as in the simulator.
-                        if let Some(client) = clients.iter_mut().find(|c| &c.name == node) {
+                    _ if unbump(&mut timeline.crashed, node) => {
+                        if cluster.servers().contains(node) {
+                            cluster.restart(node)?;
+                        } else if let Some(client) = clients.iter_mut().find(|c| &c.name == node) {
+                            // A crashed client starts again at once, as in the simulator.
                             client.incarnation += 1;
                             spawn_client(procs, hosts, dirs, exe, base, client, 0)?;
                         }
+                        // Still paused by another fault: it comes back paused.
+                        if count(&timeline.paused, node) > 0
+                            && let Some(pid) = procs.pid(node)
+                        {
+                            procs::signal(pid, libc::SIGSTOP);
+                        }
                     }
+                    _ => {}
                 }
             }
             journal.record(

@@ -21,15 +21,16 @@ enum RealCommand {
     /// Report which of the programs a real run needs are installed (install them with
     /// scripts/install-real.sh).
     Doctor,
-    /// Run a scenario against a real 3-member etcd cluster (Debian's etcd-server).
+    /// Run a scenario against a real etcd cluster of `cluster.servers` members (Debian's etcd-server).
     Etcd(RunArgs),
-    /// Run a scenario against a real ZooKeeper ensemble (Debian's zookeeper).
+    /// Run a scenario against a real ZooKeeper ensemble of `cluster.servers` servers (Debian's zookeeper).
     Zookeeper(RunArgs),
 }
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// A library name or a path to a scenario file (a lock workload with pause/crash faults).
+    /// A library name or a path to a scenario file (a lock workload; pause, crash and partition
+    /// faults; client clocks).
     scenario: String,
     /// Runs, one after the other, each on a fresh cluster; run N draws [chaos] faults with seed N.
     #[arg(long, default_value_t = 1)]
@@ -55,11 +56,12 @@ pub struct ClientArgs {
 }
 
 /// What a real run needs on the machine: (what, path, needed for).
-const PROGRAMS: [(&str, &str, &str); 4] = [
+const PROGRAMS: [(&str, &str, &str); 5] = [
     ("etcd", "/usr/bin/etcd", "coordsim real etcd (Debian etcd-server)"),
     ("java", "/usr/bin/java", "coordsim real zookeeper (a JRE; Debian zookeeper brings one)"),
     ("zookeeper.jar", "/usr/share/java/zookeeper.jar", "coordsim real zookeeper (Debian zookeeper)"),
     ("protoc", "/usr/bin/protoc", "building with --features real: the etcd client's protobuf code (Debian protobuf-compiler)"),
+    ("libfaketime", "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1", "[[clock]] in real runs (Debian faketime)"),
 ];
 
 pub fn run(args: RealArgs) -> Result<ExitCode, InputError> {
@@ -91,13 +93,14 @@ fn doctor() -> ExitCode {
             None => crate::outln!("{:<14} {:<8} network namespaces and nftables (partitions)", "partitions", "ok"),
             Some(reason) => crate::outln!("{:<14} {:<8} {reason}: scenarios with partitions are refused", "partitions", "no"),
         }
-        let stale = coordsim_real::netns::leftovers();
-        if !stale.is_empty() {
+        let (namespaces, links) = coordsim_real::netns::leftovers();
+        if !namespaces.is_empty() || !links.is_empty() {
             crate::outln!(
-                "{:<14} {:<8} {} (left by a killed run; remove with `ip netns del NAME`)",
-                "namespaces",
+                "{:<14} {:<8} left by a killed run: namespaces {} (ip netns del NAME), links {} (ip link del NAME)",
+                "leftovers",
                 "STALE",
-                stale.join(" ")
+                if namespaces.is_empty() { "none".to_string() } else { namespaces.join(" ") },
+                if links.is_empty() { "none".to_string() } else { links.join(" ") },
             );
         }
     }
@@ -155,9 +158,14 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
     }
     let loaded = load::resolve(&args.scenario)?;
     let scenario = &loaded.scenario;
-    // Refuse before starting anything: the same check the run makes, with the file's name.
-    coordsim_real::run::check(scenario, system, 1)
-        .map_err(|e| InputError::Usage(format!("{}: {e} (against a real {} cluster)", loaded.source, system.name())))?;
+    // Refuse before starting anything: the check each run makes (its [chaos] draw differs), with
+    // the file's name.
+    for run in 1..=args.runs {
+        coordsim_real::run::check(scenario, system, run).map_err(|e| {
+            let which = if args.runs > 1 { format!(" in run {run}'s fault plan") } else { String::new() };
+            InputError::Usage(format!("{}: {e}{which} (against a real {} cluster)", loaded.source, system.name()))
+        })?;
+    }
     for (_, path, purpose) in PROGRAMS.iter().take(3) {
         let needed = match system {
             System::Etcd => purpose.contains("real etcd"),
@@ -184,10 +192,24 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         let dir = args.out.join(system.name()).join(&scenario.name).join(format!("run-{run}"));
         fresh_dir(&dir)?;
         let started = std::time::Instant::now();
-        let real = coordsim_real::run_blocking(scenario, system, run, &dir, &exe).map_err(InputError::Usage)?;
+        let real = match coordsim_real::run_blocking(scenario, system, run, &dir, &exe) {
+            Ok(real) => real,
+            Err(error @ coordsim_real::RunError::Interrupted(_, signal)) => {
+                eprintln!("error: {error}");
+                // The shell's convention for a process ended by a signal.
+                return Ok(ExitCode::from(128 + signal as u8));
+            }
+            // Not bad input: the cluster or a process failed. Exit 1, with where to look.
+            Err(coordsim_real::RunError::Failed(reason)) => {
+                eprintln!("error: run {run} failed: {reason} (its files: {})", dir.display());
+                return Ok(ExitCode::from(1));
+            }
+        };
         let history = real.history;
         let mut summary = crate::sweep::evaluate_judged(scenario, &loaded.arg, &history, &coordsim_real::JUDGED);
-        summary.replay = format!("cargo coordsim-real real {} {} --runs {run}", system.name(), loaded.arg);
+        // A real run is not reproducible by seed: the command runs the scenario again (the
+        // [chaos] draw of run N is the same).
+        summary.replay = format!("cargo coordsim-real real {} {} --out {}", system.name(), loaded.arg, args.out.display());
         let io = |error, path: &Path| InputError::Io { path: path.display().to_string(), error };
         let history_path = dir.join("history.json");
         std::fs::write(&history_path, history.to_json()).map_err(|e| io(e, &history_path))?;
@@ -222,7 +244,12 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         crate::outln!("all {} runs as expected", args.runs);
         Ok(ExitCode::SUCCESS)
     } else {
-        crate::outln!("{} of {} runs NOT as expected (the scenario's verdicts are the simulator's):", unexpected.len(), args.runs);
+        crate::outln!(
+            "{} of {} runs NOT as expected (the scenario's verdicts are the simulator's); run again with:",
+            unexpected.len(),
+            args.runs
+        );
+        unexpected.dedup();
         for command in &unexpected {
             crate::outln!("  {command}");
         }
