@@ -3,7 +3,6 @@
 //! on a panic (unwinding drops it). Children also get `PR_SET_PDEATHSIG`, so even a SIGKILLed
 //! orchestrator leaves nothing running.
 
-use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -21,9 +20,14 @@ pub struct Procs {
 }
 
 impl Procs {
-    /// Starts `command` with stdout and stderr to `log`; returns its pid.
+    /// Starts `command` with stdout and stderr appended to `log` (a restarted server keeps its
+    /// earlier output); returns its pid.
     pub fn spawn(&self, label: &str, mut command: Command, log: &Path) -> Result<u32, String> {
-        let out = File::create(log).map_err(|error| format!("{}: {error}", log.display()))?;
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|error| format!("{}: {error}", log.display()))?;
         let err = out.try_clone().map_err(|error| format!("{}: {error}", log.display()))?;
         command.stdin(Stdio::null()).stdout(out).stderr(err);
         // SAFETY: prctl is async-signal-safe; it only marks this child to be killed when its

@@ -13,6 +13,7 @@ use crate::procs::Procs;
 pub const JAVA: &str = "/usr/bin/java";
 /// The server jar; its manifest's Class-Path names every dependency under /usr/share/java.
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+pub const SLF4J_SIMPLE_JAR: &str = "/usr/share/java/slf4j-simple.jar";
 /// ZooKeeper's tick: sessions may last 2 to 20 ticks, so 1 s to 10 s here.
 pub const TICK_MS: u64 = 500;
 
@@ -77,7 +78,10 @@ impl ZkEnsemble {
         let mut command = Command::new(JAVA);
         command
             .args(["-Xmx256m", "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false"])
-            .args(["-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
+            // slf4j-simple (Debian libslf4j-java, which zookeeper depends on) gives the server a
+            // log on stderr: without a binding slf4j drops every line.
+            .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
+            .args(["-cp", &format!("{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"), "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
             .arg(&s.config);
         let command = self.hosts.command(&s.name, command);
         self.procs.spawn(&s.name, command, &s.log)?;
