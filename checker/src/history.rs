@@ -32,6 +32,13 @@
 //!   leader's lessor takes over: [`Event::LessorPromoted`].
 //!
 //! Checkers that need these pass trivially (and say so) on histories without them.
+//!
+//! # Histories recorded on real clusters
+//!
+//! `coordsim real` writes the same format with `"recorded_on":"real etcd"` (or
+//! `"real zookeeper"`): `seed` is the run's number, `time_ns` is the machine's monotonic clock since
+//! the run began, and `lease_expiry` entries are observed from outside the cluster (just after
+//! the lease was last seen alive). The field is absent in simulated histories.
 
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +57,12 @@ pub struct History {
     pub nodes: Vec<NodeInfo>,
     /// In recording order, which is non-decreasing in `time_ns`.
     pub entries: Vec<Entry>,
+    /// Where the history was recorded when not in the simulator (`real etcd`, `real zookeeper`):
+    /// then `seed` is the run's number, times are wall time, and the servers' own records are
+    /// missing (lease expiries are observed from outside), so only
+    /// [`crate::properties::Property::FROM_OUTSIDE`] are judged. Absent for simulated runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_on: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -441,6 +454,7 @@ impl History {
             duration_ns: 0,
             nodes: Vec::new(),
             entries: Vec::new(),
+            recorded_on: None,
         }
     }
 

@@ -33,18 +33,8 @@ use coordsim_checker::properties::Property;
 
 pub use config::System;
 
-/// The properties a real run can judge: those read from what clients and the resource record.
-/// `lease_safety`, `lease_liveness`, `grant_live_lease` and `spurious_expiry` need the leader's
-/// own records of lease expiries (a real run sees them from outside, within a poll); `linearizable`, `watch` and `durability` belong to the key-value workload.
-pub const JUDGED: [Property; 7] = [
-    Property::MutualExclusion,
-    Property::Fencing,
-    Property::SingleHolder,
-    Property::DualOwnership,
-    Property::Progress,
-    Property::Herd,
-    Property::Fairness,
-];
+/// The properties a real run can judge (the checker's [`Property::FROM_OUTSIDE`]).
+pub const JUDGED: [Property; 7] = Property::FROM_OUTSIDE;
 
 /// Runs [`run::run`] on a current-thread runtime on this thread, until it ends or SIGINT/SIGTERM;
 /// either way every process and namespace it made is gone before this returns.

@@ -303,7 +303,7 @@ async fn drive<C: Cluster>(
     }
     procs.kill_all();
     drop(cluster);
-    merge(scenario, run, duration_ns, &[nemesis_journal, resource_journal], &clients, scenario.cluster.servers)
+    merge(scenario, system, run, duration_ns, &[nemesis_journal, resource_journal], &clients, scenario.cluster.servers)
 }
 
 /// Leases (sessions) seen alive, with the last true time each was seen.
@@ -681,6 +681,7 @@ fn partition<C: Cluster>(
 /// Joins the journals into one history (entries in true-time order; ties keep journal order).
 fn merge(
     scenario: &Scenario,
+    system: System,
     run: u64,
     duration_ns: u64,
     own: &[PathBuf],
@@ -712,6 +713,7 @@ fn merge(
         duration_ns: duration_ns.max(last),
         nodes,
         entries,
+        recorded_on: Some(format!("real {}", system.name())),
     };
     history.validate().map_err(|error| format!("the merged history is invalid (a bug in coordsim real): {error}"))?;
     Ok(history)

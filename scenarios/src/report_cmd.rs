@@ -307,7 +307,12 @@ fn rerender_run(dir: &Path, history_path: &Path) -> Result<PathBuf, InputError> 
         None
     };
     let scenario = crate::library::get(&history.scenario).and_then(|_| load::resolve(&history.scenario).ok());
-    let summary = summary.or_else(|| scenario.as_ref().map(|s| crate::sweep::evaluate(&s.scenario, &s.arg, &history)));
+    let judged: &[coordsim_checker::properties::Property] = match history.recorded_on {
+        Some(_) => &coordsim_checker::properties::Property::FROM_OUTSIDE,
+        None => &coordsim_checker::properties::Property::ALL,
+    };
+    let summary =
+        summary.or_else(|| scenario.as_ref().map(|s| crate::sweep::evaluate_judged(&s.scenario, &s.arg, &history, judged)));
     write_run_report(dir, &history, summary.as_ref(), scenario.as_ref().map(|s| &s.scenario))
 }
 

@@ -83,6 +83,20 @@ pub enum Property {
 }
 
 impl Property {
+    /// The properties a history recorded outside the simulator can decide: those read from what
+    /// clients and the resource record. `lease_safety`, `lease_liveness`, `grant_live_lease` and
+    /// `spurious_expiry` need the leader's own records of lease expiries; `linearizable`, `watch`
+    /// and `durability` belong to the key-value workload.
+    pub const FROM_OUTSIDE: [Property; 7] = [
+        Property::MutualExclusion,
+        Property::Fencing,
+        Property::SingleHolder,
+        Property::DualOwnership,
+        Property::Progress,
+        Property::Herd,
+        Property::Fairness,
+    ];
+
     pub const ALL: [Property; 14] = [
         Property::MutualExclusion,
         Property::Fencing,

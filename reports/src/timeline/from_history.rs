@@ -76,13 +76,14 @@ pub fn build(input: &RunInput<'_>) -> Timeline {
     }
     builder.close_open_things();
 
+    let system = input.system.or(history.recorded_on.as_deref());
     let mut timeline = Timeline {
-        title: match input.system {
+        title: match system {
             Some(system) => format!("{} · {system}, run {}", history.scenario, history.seed),
             None => format!("{} · seed {}", history.scenario, history.seed),
         },
         summary: input.scenario_summary.to_string(),
-        facts: facts(history, input.summary, input.system),
+        facts: facts(history, input.summary, system),
         axis: Some(super::Axis::Nanos),
         end,
         lanes: Vec::new(),
