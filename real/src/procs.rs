@@ -96,9 +96,47 @@ pub fn signal(pid: u32, signal: i32) -> bool {
     unsafe { libc::kill(pid as i32, signal) == 0 }
 }
 
-/// A free TCP port on 127.0.0.1 (bound once and released: another process could take it in
-/// between, which a run detects when its server fails to start).
+/// The next port [`free_port`] tries; 0 before the first call.
+static NEXT_PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A free TCP port on 127.0.0.1 for a server of ours, never the same twice in one process.
+///
+/// Taken below the kernel's ephemeral range (`ip_local_port_range`): a port the kernel hands out
+/// (`bind` to port 0) may be taken as the source port of some outgoing connection — a cluster
+/// member dialling its peers — before our server binds it (seen: an etcd member failing with
+/// "address already in use"). Below that range only a listener can take it. Runs start at an
+/// offset drawn from the pid, so two runs on one machine rarely probe the same ports.
 pub fn free_port() -> std::io::Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().and_then(|low| low.parse::<u32>().ok()))
+        .unwrap_or(32768)
+        .clamp(12000, 65535);
+    let (first, span) = (10000u32, ephemeral_low - 10000);
+    let start = first + (std::process::id() * 211) % span;
+    let _ = NEXT_PORT.compare_exchange(0, start, std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..span {
+        let candidate = NEXT_PORT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let port = first + (candidate - first) % span;
+        if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return Ok(port as u16);
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "no free port below the ephemeral range"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ports_are_free_distinct_and_below_the_ephemeral_range() {
+        let ports: Vec<u16> = (0..20).map(|_| super::free_port().expect("a free port")).collect();
+        let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+        let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|text| text.split_whitespace().next().and_then(|low| low.parse().ok()))
+            .unwrap_or(32768)
+            .max(12000);
+        assert!(ports.iter().all(|p| *p >= 10000 && *p < low), "{ports:?} (ephemeral ports from {low})");
+    }
 }
