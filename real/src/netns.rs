@@ -127,7 +127,9 @@ impl Network {
     /// bridge's address).
     pub fn apply(&self, cut: &BTreeSet<Link>) -> Result<(), String> {
         for (node, host) in &self.hosts {
-            let mut rules = String::from("table inet coordsim {\n  chain output {\n    type filter hook output priority 0; policy accept;\n");
+            let mut rules = String::from(
+                "table inet coordsim {\n  chain output {\n    type filter hook output priority 0; policy accept;\n",
+            );
             for (_, to) in cut.iter().filter(|(from, _)| from == node) {
                 rules.push_str(&format!("    ip daddr {} drop\n", self.ip(to)));
             }

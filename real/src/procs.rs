@@ -114,7 +114,8 @@ pub fn free_port() -> std::io::Result<u16> {
         .clamp(12000, 65535);
     let (first, span) = (10000u32, ephemeral_low - 10000);
     let start = first + (std::process::id() * 211) % span;
-    let _ = NEXT_PORT.compare_exchange(0, start, std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst);
+    let _ =
+        NEXT_PORT.compare_exchange(0, start, std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst);
     for _ in 0..span {
         let candidate = NEXT_PORT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let port = first + (candidate - first) % span;

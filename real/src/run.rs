@@ -16,9 +16,9 @@ use coordsim_sim::nemesis::links::{self, Link};
 use coordsim_sim::nemesis::plan::{self, Fault, Partition, PlannedFault, Target};
 use coordsim_sim::scenario::{Recipe, Scenario};
 
-use crate::cluster::{Cluster, Hosts};
 use crate::cluster::etcd::EtcdCluster;
 use crate::cluster::zookeeper::ZkEnsemble;
+use crate::cluster::{Cluster, Hosts};
 use crate::config::{ClientConfig, System};
 use crate::journal::{self, Journal};
 use crate::procs::{self, Procs};
@@ -69,7 +69,10 @@ fn unsupported(field: impl Into<String>, message: impl Into<String>) -> Unsuppor
 /// Checks that `scenario` can run on `system` and returns its fault plan for `run`.
 pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<PlannedFault>, Unsupported> {
     let Some(lock) = &scenario.lock else {
-        return Err(unsupported("kv", "the key-value workload runs only in the simulator so far; use a [lock] scenario"));
+        return Err(unsupported(
+            "kv",
+            "the key-value workload runs only in the simulator so far; use a [lock] scenario",
+        ));
     };
     let ok = match system {
         System::Etcd => matches!(
@@ -84,10 +87,16 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
             System::Etcd => "etcd-mutex, etcd-cas, etcd-lock-api, etcd-semaphore, etcd-election",
             System::Zookeeper => "zk-queue-lock, zk-herd-lock, zk-election",
         };
-        return Err(unsupported("lock.recipe", format!("{name} does not run on {} (there: {supported})", system.name())));
+        return Err(unsupported(
+            "lock.recipe",
+            format!("{name} does not run on {} (there: {supported})", system.name()),
+        ));
     }
     if lock.client_deadline.is_some() && system == System::Zookeeper {
-        return Err(unsupported("lock.client_deadline", "a client deadline is a lease-session setting: etcd recipes only"));
+        return Err(unsupported(
+            "lock.client_deadline",
+            "a client deadline is a lease-session setting: etcd recipes only",
+        ));
     }
     // Three switches live in the client (the ZooKeeper recipe's two, the etcd session's one) and
     // run against real clusters; the others are bugs of the simulated servers, which a real
@@ -101,7 +110,10 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
         ("follower_reads_without_read_index", bugs.follower_reads_without_read_index),
     ];
     if let Some((name, _)) = server_bugs.iter().find(|(_, on)| *on) {
-        return Err(unsupported(format!("bugs.{name}"), "a switch of the simulated service: a real cluster has no such switch"));
+        return Err(unsupported(
+            format!("bugs.{name}"),
+            "a switch of the simulated service: a real cluster has no such switch",
+        ));
     }
     for (i, clock) in scenario.clock.iter().enumerate() {
         let field = format!("clock[{i}].node");
@@ -109,11 +121,17 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
             return Err(unsupported(field, "etcd is a Go program: it reads the clock without libc, past libfaketime"));
         }
         if !std::path::Path::new(FAKETIME_LIB).exists() {
-            return Err(unsupported(field, format!("a skewed clock needs libfaketime ({FAKETIME_LIB}, Debian faketime)")));
+            return Err(unsupported(
+                field,
+                format!("a skewed clock needs libfaketime ({FAKETIME_LIB}, Debian faketime)"),
+            ));
         }
     }
     if !scenario.cluster.fsync {
-        return Err(unsupported("cluster.fsync", "real etcd and ZooKeeper always fsync; fsync = false is a simulator mode"));
+        return Err(unsupported(
+            "cluster.fsync",
+            "real etcd and ZooKeeper always fsync; fsync = false is a simulator mode",
+        ));
     }
     let faults = plan::plan(scenario, run);
     for fault in &faults {
@@ -267,7 +285,19 @@ async fn drive<C: Cluster>(
     loop {
         // Faults first: the observations below may take a few hundred ms while a server is paused.
         while let Some((_, action)) = timeline.next_due(journal.now_ns()) {
-            apply(action, &mut timeline, &mut cluster, &procs, hosts, &journal, &last_leader, dirs, exe, &base, &mut clients)?;
+            apply(
+                action,
+                &mut timeline,
+                &mut cluster,
+                &procs,
+                hosts,
+                &journal,
+                &last_leader,
+                dirs,
+                exe,
+                &base,
+                &mut clients,
+            )?;
         }
         if journal.now_ns() >= duration_ns {
             break;
@@ -298,7 +328,19 @@ async fn drive<C: Cluster>(
     }
     while let Some((_, action)) = timeline.next_due(u64::MAX) {
         if let Action::End(_) = action {
-            apply(action, &mut timeline, &mut cluster, &procs, hosts, &journal, &last_leader, dirs, exe, &base, &mut clients)?;
+            apply(
+                action,
+                &mut timeline,
+                &mut cluster,
+                &procs,
+                hosts,
+                &journal,
+                &last_leader,
+                dirs,
+                exe,
+                &base,
+                &mut clients,
+            )?;
         }
     }
     procs.kill_all();
@@ -325,7 +367,8 @@ async fn observe_sessions<C: Cluster>(cluster: &C, journal: &Journal, leader: Op
     let asked = journal.now_ns();
     let Some(live) = cluster.sessions().await else { return };
     let recorder = leader.unwrap_or("s1");
-    let gone: Vec<(i64, u64)> = seen.alive.iter().filter(|(id, _)| !live.contains(id)).map(|(id, t)| (*id, *t)).collect();
+    let gone: Vec<(i64, u64)> =
+        seen.alive.iter().filter(|(id, _)| !live.contains(id)).map(|(id, t)| (*id, *t)).collect();
     for (lease, last_seen) in gone {
         journal.record_at(last_seen + 1, recorder, Event::LeaseExpiry { lease });
         seen.alive.remove(&lease);
@@ -392,7 +435,10 @@ async fn spawn_resource(
             return Ok(());
         }
         if let Some(status) = procs.exited(RESOURCE) {
-            return Err(format!("the resource process exited ({status}); see {}", dirs.root.join("resource.log").display()));
+            return Err(format!(
+                "the resource process exited ({status}); see {}",
+                dirs.root.join("resource.log").display()
+            ));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -429,7 +475,14 @@ impl<'a> Timeline<'a> {
         // releases its node first.
         pending.sort_by_key(|(at, action)| (*at, matches!(action, Action::Start(_)), action_index(*action)));
         pending.reverse();
-        Timeline { faults, pending, active: Vec::new(), cuts: Default::default(), paused: Default::default(), crashed: Default::default() }
+        Timeline {
+            faults,
+            pending,
+            active: Vec::new(),
+            cuts: Default::default(),
+            paused: Default::default(),
+            crashed: Default::default(),
+        }
     }
 
     fn next_due(&mut self, now: u64) -> Option<(u64, Action)> {
@@ -525,7 +578,8 @@ fn apply<C: Cluster>(
             // pauses ends, and restarts when the last of its crashes ends.
             match kind {
                 FaultKind::Pause => {
-                    if bump(&mut timeline.paused, &node) && count(&timeline.crashed, &node) == 0
+                    if bump(&mut timeline.paused, &node)
+                        && count(&timeline.crashed, &node) == 0
                         && let Some(pid) = pid
                     {
                         procs::signal(pid, libc::SIGSTOP);
@@ -557,8 +611,13 @@ fn apply<C: Cluster>(
             if timeline.cuts.remove(&index).is_some() {
                 let net = hosts.net.as_ref().expect("a plan with partitions runs in namespaces");
                 net.apply(&timeline.cuts.values().flatten().cloned().collect())?;
-                let event =
-                    Event::Fault { fault: planned.id, phase: Phase::End, kind: FaultKind::Partition, targets, detail: String::new() };
+                let event = Event::Fault {
+                    fault: planned.id,
+                    phase: Phase::End,
+                    kind: FaultKind::Partition,
+                    targets,
+                    detail: String::new(),
+                };
                 journal.record(NEMESIS, event);
                 return Ok(());
             }
@@ -757,7 +816,9 @@ count = 2
         let loss = format!("{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"packet-loss\"\nrate = 0.5\n");
         let error = check(&scenario(&loss), System::Etcd, 1).unwrap_err();
         assert!(error.field.starts_with("nemesis fault 1 (packet-loss)"), "{error}");
-        let partition = format!("{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"partition\"\nshape = \"isolate\"\ntarget = \"leader\"\n");
+        let partition = format!(
+            "{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"partition\"\nshape = \"isolate\"\ntarget = \"leader\"\n"
+        );
         match crate::netns::unavailable() {
             None => assert!(check(&scenario(&partition), System::Etcd, 1).is_ok()),
             Some(_) => assert!(check(&scenario(&partition), System::Etcd, 1).is_err()),

@@ -60,8 +60,16 @@ const PROGRAMS: [(&str, &str, &str); 5] = [
     ("etcd", "/usr/bin/etcd", "coordsim real etcd (Debian etcd-server)"),
     ("java", "/usr/bin/java", "coordsim real zookeeper (a JRE; Debian zookeeper brings one)"),
     ("zookeeper.jar", "/usr/share/java/zookeeper.jar", "coordsim real zookeeper (Debian zookeeper)"),
-    ("protoc", "/usr/bin/protoc", "building with --features real: the etcd client's protobuf code (Debian protobuf-compiler)"),
-    ("libfaketime", "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1", "[[clock]] in real runs (Debian faketime)"),
+    (
+        "protoc",
+        "/usr/bin/protoc",
+        "building with --features real: the etcd client's protobuf code (Debian protobuf-compiler)",
+    ),
+    (
+        "libfaketime",
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "[[clock]] in real runs (Debian faketime)",
+    ),
 ];
 
 pub fn run(args: RealArgs) -> Result<ExitCode, InputError> {
@@ -91,7 +99,9 @@ fn doctor() -> ExitCode {
     {
         match coordsim_real::netns::unavailable() {
             None => crate::outln!("{:<14} {:<8} network namespaces and nftables (partitions)", "partitions", "ok"),
-            Some(reason) => crate::outln!("{:<14} {:<8} {reason}: scenarios with partitions are refused", "partitions", "no"),
+            Some(reason) => {
+                crate::outln!("{:<14} {:<8} {reason}: scenarios with partitions are refused", "partitions", "no")
+            }
         }
         let (namespaces, links) = coordsim_real::netns::leftovers();
         if !namespaces.is_empty() || !links.is_empty() {
@@ -108,7 +118,9 @@ fn doctor() -> ExitCode {
         crate::outln!("ready: coordsim real etcd|zookeeper <scenario>");
         ExitCode::SUCCESS
     } else {
-        crate::outln!("{missing} missing: run scripts/install-real.sh (Debian packages), then build with --features real");
+        crate::outln!(
+            "{missing} missing: run scripts/install-real.sh (Debian packages), then build with --features real"
+        );
         ExitCode::from(1)
     }
 }
@@ -172,7 +184,9 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
             System::Zookeeper => purpose.contains("real zookeeper"),
         };
         if needed && !Path::new(path).exists() {
-            return Err(InputError::Usage(format!("{path} is missing: run scripts/install-real.sh (`coordsim real doctor`)")));
+            return Err(InputError::Usage(format!(
+                "{path} is missing: run scripts/install-real.sh (`coordsim real doctor`)"
+            )));
         }
     }
     let exe = std::env::current_exe().map_err(|error| InputError::Io { path: "current executable".into(), error })?;
@@ -209,7 +223,8 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         let mut summary = crate::sweep::evaluate_judged(scenario, &loaded.arg, &history, &coordsim_real::JUDGED);
         // A real run is not reproducible by seed: the command runs the scenario again (the
         // [chaos] draw of run N is the same).
-        summary.replay = format!("cargo coordsim-real real {} {} --out {}", system.name(), loaded.arg, args.out.display());
+        summary.replay =
+            format!("cargo coordsim-real real {} {} --out {}", system.name(), loaded.arg, args.out.display());
         let io = |error, path: &Path| InputError::Io { path: path.display().to_string(), error };
         let history_path = dir.join("history.json");
         std::fs::write(&history_path, history.to_json()).map_err(|e| io(e, &history_path))?;
@@ -230,7 +245,8 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
             real.cluster_ready.as_secs_f64(),
             if real.namespaces { ", nodes in network namespaces" } else { "" }
         );
-        for outcome in summary.outcomes.iter().filter(|o| o.report.verdict == coordsim_checker::verdict::Verdict::Fail) {
+        for outcome in summary.outcomes.iter().filter(|o| o.report.verdict == coordsim_checker::verdict::Verdict::Fail)
+        {
             if let Some(finding) = outcome.report.findings.first() {
                 crate::outln!("           {}: {}", outcome.report.property, finding.message);
             }

@@ -311,8 +311,8 @@ fn rerender_run(dir: &Path, history_path: &Path) -> Result<PathBuf, InputError> 
         Some(_) => &coordsim_checker::properties::Property::FROM_OUTSIDE,
         None => &coordsim_checker::properties::Property::ALL,
     };
-    let summary =
-        summary.or_else(|| scenario.as_ref().map(|s| crate::sweep::evaluate_judged(&s.scenario, &s.arg, &history, judged)));
+    let summary = summary
+        .or_else(|| scenario.as_ref().map(|s| crate::sweep::evaluate_judged(&s.scenario, &s.arg, &history, judged)));
     write_run_report(dir, &history, summary.as_ref(), scenario.as_ref().map(|s| &s.scenario))
 }
 

@@ -49,12 +49,8 @@ pub(super) fn check(history: &History) -> PropertyReport {
     let leases = leases(history);
     let crashes = crashes(history);
     let faults = targeted_faults(history);
-    let servers: Vec<&str> = history
-        .nodes
-        .iter()
-        .filter(|n| n.role == crate::history::NodeRole::Server)
-        .map(|n| n.name.as_str())
-        .collect();
+    let servers: Vec<&str> =
+        history.nodes.iter().filter(|n| n.role == crate::history::NodeRole::Server).map(|n| n.name.as_str()).collect();
     let mut findings = Vec::new();
     let mut expired = 0usize;
     for lease in leases.values() {
@@ -65,10 +61,9 @@ pub(super) fn check(history: &History) -> PropertyReport {
             .get(lease.owner.as_str())
             .is_some_and(|times| times.iter().any(|&t| t >= granted_ns && t <= expired_ns));
         let window_ns = expired_ns.saturating_sub((lease.ttl_ms + FAULT_RECOVERY_MS) * MS);
-        let hit = |targets: &[String]| {
-            targets.iter().any(|t| *t == lease.owner || servers.contains(&t.as_str()))
-        };
-        let excused = faults.iter().any(|(start, end, targets)| *start <= expired_ns && *end >= window_ns && hit(targets));
+        let hit = |targets: &[String]| targets.iter().any(|t| *t == lease.owner || servers.contains(&t.as_str()));
+        let excused =
+            faults.iter().any(|(start, end, targets)| *start <= expired_ns && *end >= window_ns && hit(targets));
         if crashed || excused {
             continue;
         }
@@ -92,7 +87,10 @@ pub(super) fn check(history: &History) -> PropertyReport {
     let verdict = if findings.is_empty() { Verdict::Pass } else { Verdict::Fail };
     let summary = match verdict {
         Verdict::Pass if expired == 0 => format!("{} leases, none expired", leases.len()),
-        Verdict::Pass => format!("{expired} of {} leases expired, each after a crash or a fault on its owner or the servers", leases.len()),
+        Verdict::Pass => format!(
+            "{expired} of {} leases expired, each after a crash or a fault on its owner or the servers",
+            leases.len()
+        ),
         _ => format!(
             "{} of {expired} expired leases had a live owner that no fault had cut off: false expirations, the TTL is too short for the network",
             findings.len()

@@ -43,11 +43,8 @@ impl EtcdCluster {
                 peer_port,
             });
         }
-        let initial_cluster = members
-            .iter()
-            .map(|m| format!("{}=http://{}:{}", m.name, m.ip, m.peer_port))
-            .collect::<Vec<_>>()
-            .join(",");
+        let initial_cluster =
+            members.iter().map(|m| format!("{}=http://{}:{}", m.name, m.ip, m.peer_port)).collect::<Vec<_>>().join(",");
         let mut cluster = EtcdCluster { members, initial_cluster, procs, hosts };
         for i in 0..cluster.members.len() {
             cluster.launch(i)?;
@@ -116,7 +113,6 @@ impl Cluster for EtcdCluster {
     fn client_endpoints(&self) -> Vec<String> {
         self.members.iter().map(|m| format!("http://{}:{}", m.ip, m.client_port)).collect()
     }
-
 
     /// Asks every member at once for its status (a paused member must not hold the question up);
     /// the leader is the member whose id the first answer names.

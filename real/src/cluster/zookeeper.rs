@@ -63,7 +63,13 @@ impl ZkEnsemble {
             }
             let config = dir.join(format!("{name}.cfg"));
             std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
-            servers.push(Server { log: dir.join(format!("{name}.log")), ip: hosts.ip(&name), name, client_port: *client_port, config });
+            servers.push(Server {
+                log: dir.join(format!("{name}.log")),
+                ip: hosts.ip(&name),
+                name,
+                client_port: *client_port,
+                config,
+            });
         }
         let mut ensemble = ZkEnsemble { servers, procs, hosts };
         for i in 0..ensemble.servers.len() {
@@ -81,7 +87,11 @@ impl ZkEnsemble {
             // slf4j-simple (Debian libslf4j-java, which zookeeper depends on) gives the server a
             // log on stderr: without a binding slf4j drops every line.
             .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
-            .args(["-cp", &format!("{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"), "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
+            .args([
+                "-cp",
+                &format!("{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"),
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            ])
             .arg(&s.config);
         let command = self.hosts.command(&s.name, command);
         self.procs.spawn(&s.name, command, &s.log)?;
@@ -166,7 +176,6 @@ impl Cluster for ZkEnsemble {
     fn client_endpoints(&self) -> Vec<String> {
         self.servers.iter().map(|s| format!("{}:{}", s.ip, s.client_port)).collect()
     }
-
 
     async fn leader(&self) -> Option<String> {
         self.leading(&["leader"]).await.map(|s| s.name.clone())

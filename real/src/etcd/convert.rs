@@ -154,7 +154,9 @@ pub fn txn_response(response: &etcd::TxnResponse) -> TxnResponse {
         .op_responses()
         .iter()
         .map(|inner| match inner {
-            etcd::TxnOpResponse::Get(get) => TxnOpResponse::Range(RangeResponse { header: outer, ..range_response(get) }),
+            etcd::TxnOpResponse::Get(get) => {
+                TxnOpResponse::Range(RangeResponse { header: outer, ..range_response(get) })
+            }
             etcd::TxnOpResponse::Put(put) => {
                 TxnOpResponse::Put(PutResponse { header: outer, prev_kv: put.prev_key().map(key_value) })
             }

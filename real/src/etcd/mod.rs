@@ -364,7 +364,12 @@ impl KeepAlive {
 }
 
 /// Waits until `key` is deleted at or after revision `from`, or the session ends.
-async fn wait_delete(client: &etcd::Client, session: &SessionWatch, key: &str, mut from: Revision) -> Result<(), String> {
+async fn wait_delete(
+    client: &etcd::Client,
+    session: &SessionWatch,
+    key: &str,
+    mut from: Revision,
+) -> Result<(), String> {
     loop {
         if let Some(end) = session.ended() {
             return Err(end);

@@ -41,14 +41,8 @@ impl ZkBackend {
             Recipe::ZkElection => ZkLockConfig::ELECTION,
             _ => ZkLockConfig::QUEUE,
         };
-        let recipe =
-            ZkLockConfig { unique_tag: config.unique_tag, recheck_vanished: config.recheck_vanished, ..base };
-        ZkBackend {
-            config: ZkConfig { client: config.clone(), recipe },
-            client: None,
-            session_id: 0,
-            state_task: None,
-        }
+        let recipe = ZkLockConfig { unique_tag: config.unique_tag, recheck_vanished: config.recheck_vanished, ..base };
+        ZkBackend { config: ZkConfig { client: config.clone(), recipe }, client: None, session_id: 0, state_task: None }
     }
 
     fn client(&self) -> &zk::Client {
@@ -73,8 +67,7 @@ impl LockBackend for ZkBackend {
         let ttl_ms = self.config.client.ttl_ms;
         let op = journal.invoke(&node, Call::LeaseGrant { ttl_ms });
         let cluster = self.config.client.endpoints.join(",");
-        let connect =
-            zk::Client::connector().with_session_timeout(Duration::from_millis(ttl_ms)).connect(&cluster);
+        let connect = zk::Client::connector().with_session_timeout(Duration::from_millis(ttl_ms)).connect(&cluster);
         let client = match tokio::time::timeout(self.budget(), connect).await {
             Ok(Ok(client)) => client,
             Ok(Err(error)) => {
@@ -133,7 +126,8 @@ impl LockBackend for ZkBackend {
 
     async fn release(&mut self, session: &SessionWatch, journal: &Journal, key: &str, _token: i64) {
         let node = self.config.client.name.clone();
-        let op = journal.invoke(&node, Call::Unlock { name: self.config.client.lock_name.clone(), key: key.to_string() });
+        let op =
+            journal.invoke(&node, Call::Unlock { name: self.config.client.lock_name.clone(), key: key.to_string() });
         match self.guaranteed_delete(session, key).await {
             Ok(()) => journal.ok(&node, op, Return::Unlocked),
             Err(Failure::ConnectionLoss(reason)) => journal.info(&node, op, reason),
@@ -196,9 +190,8 @@ impl ZkBackend {
                 ZkLockStep::Create { prefix } => {
                     let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
                     match self.timed(client.create(&prefix, node.as_bytes(), &options)).await {
-                        Ok((created, sequence)) => {
-                            recipe.step(ZkLockInput::Created { path: format!("{prefix}{sequence}"), czxid: created.czxid })
-                        }
+                        Ok((created, sequence)) => recipe
+                            .step(ZkLockInput::Created { path: format!("{prefix}{sequence}"), czxid: created.czxid }),
                         Err(zk::Error::ConnectionLoss | zk::Error::Timeout) => recipe.step(ZkLockInput::CreateLost),
                         // The first use of the lock: create the lock node (and its parents).
                         Err(zk::Error::NoNode) => {
@@ -290,4 +283,3 @@ impl ZkBackend {
         tokio::time::timeout(self.budget(), request).await.unwrap_or(Err(zk::Error::Timeout))
     }
 }
-
