@@ -58,6 +58,15 @@ impl CasLock {
         }
         match response.responses.as_slice() {
             [TxnOpResponse::Range(range)] => match range.kvs.first() {
+                // Our own key: an earlier attempt of this txn was applied, but its reply was lost
+                // and the client sent it again (a write retried after a timeout). Without this
+                // check the waiter waits for its own key's delete while its live lease keeps the
+                // key: the lock stalls for good (seen in hundred-requests-etcd-cas, whose herd
+                // slows replies past the client's RPC timeout). etcd's own mutex recipe reads back
+                // its own key for the same reason.
+                Some(holder) if holder.lease == self.lease && holder.value == self.owner => {
+                    CasStep::Acquired { key: self.key.clone(), token: holder.create_revision }
+                }
                 Some(holder) => CasStep::WaitDelete { key: self.key.clone(), from_revision: holder.mod_revision + 1 },
                 // Deleted between the compare and the read of the same txn: impossible, a txn is
                 // atomic; but trying again is the right answer either way.
@@ -121,6 +130,18 @@ mod tests {
             let step = waiter.on_txn(txn(&mut store, t));
             assert_eq!(step, CasStep::WaitDelete { key: "/l".into(), from_revision: token + 1 }, "the herd");
         }
+    }
+
+    #[test]
+    fn a_retried_create_recognises_its_own_key() {
+        let mut store = Store::new();
+        let a = lease(&mut store);
+        let (lock, CasStep::Txn(t)) = CasLock::lock("/l", "c1", a) else { panic!() };
+        let first = txn(&mut store, t.clone());
+        assert!(first.succeeded);
+        // The reply to the first attempt was lost; the client sent the same txn again.
+        let step = lock.on_txn(txn(&mut store, t));
+        assert_eq!(step, CasStep::Acquired { key: "/l".into(), token: first.header.revision });
     }
 
     #[test]
