@@ -63,27 +63,30 @@ impl Resource {
 pub async fn serve_resource(addr: SocketAddr, name: String, mode: ResourceMode, recorder: Recorder) {
     let endpoint = Endpoint::bind(addr).await.expect("the resource binds its own address");
     let resource = Arc::new(Mutex::new(Resource::new(mode)));
-    endpoint.add_rpc_handler(move |write: ResourceWrite| {
-        let decision = resource.lock().expect("resource lock poisoned").write(write.token);
-        recorder.record(
-            &name,
-            Event::Resource {
-                resource: name.clone(),
-                client: write.client,
-                token: write.token,
-                value: write.value,
-                accepted: decision.accepted,
-                highest_before: decision.highest_before,
-            },
-        );
-        async move {
-            if decision.accepted {
-                ResourceReply::Accepted
-            } else {
-                ResourceReply::Rejected { highest: decision.highest_before }
+    for _ in 0..crate::rpc::RECEIVE_LOOPS {
+        let (resource, recorder, name) = (resource.clone(), recorder.clone(), name.clone());
+        endpoint.add_rpc_handler(move |write: ResourceWrite| {
+            let decision = resource.lock().expect("resource lock poisoned").write(write.token);
+            recorder.record(
+                &name,
+                Event::Resource {
+                    resource: name.clone(),
+                    client: write.client,
+                    token: write.token,
+                    value: write.value,
+                    accepted: decision.accepted,
+                    highest_before: decision.highest_before,
+                },
+            );
+            async move {
+                if decision.accepted {
+                    ResourceReply::Accepted
+                } else {
+                    ResourceReply::Rejected { highest: decision.highest_before }
+                }
             }
-        }
-    });
+        });
+    }
     std::future::pending::<()>().await;
 }
 

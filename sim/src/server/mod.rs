@@ -122,9 +122,15 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         ..Default::default()
     };
     let config = Arc::new(config.validate().expect("raft timing is validated with the scenario"));
-    let raft = Raft::new(spec.id, config, Network::new(endpoint.clone()), log_store, state_machine)
-        .await
-        .expect("raft starts on a fresh or recovered log");
+    let raft = Raft::new(
+        spec.id,
+        config,
+        Network::new(endpoint.clone()),
+        log_store,
+        state_machine,
+    )
+    .await
+    .expect("raft starts on a fresh or recovered log");
 
     let server = Arc::new(Server {
         name: spec.name.clone(),
@@ -139,11 +145,13 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         recorder,
     });
     register_raft_handlers(&endpoint, &raft);
-    let handler = server.clone();
-    endpoint.add_rpc_handler(move |request: ClientRequest| {
-        let server = handler.clone();
-        async move { server.handle(request).await }
-    });
+    for _ in 0..crate::rpc::RECEIVE_LOOPS {
+        let handler = server.clone();
+        endpoint.add_rpc_handler(move |request: ClientRequest| {
+            let server = handler.clone();
+            async move { server.handle(request).await }
+        });
+    }
 
     if spec.bootstrap && !raft.is_initialized().await.expect("raft is running") {
         let members: BTreeMap<u64, BasicNode> =
