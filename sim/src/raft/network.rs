@@ -1,11 +1,19 @@
 //! Raft transport over madsim RPC (in-process, no serialization in simulation).
 //!
-//! A clogged link or a lost message makes a madsim RPC wait forever, so every call carries
-//! openraft's own per-RPC deadline (`RPCOption::hard_ttl`). A remote fatal error is reported as
-//! `Unreachable`: openraft 0.10's RPC error has no room for a remote `RaftError`.
+//! A clogged link or a lost message makes a madsim RPC wait forever, so every call carries a
+//! deadline: openraft's own (`RPCOption::hard_ttl`), but never less than the election timeout's
+//! minimum. openraft gives an AppendEntries call the heartbeat interval (50 ms by default) and,
+//! when it times out, backs the replication off; on a link slower than that (the `latency`
+//! fault's 40 ms each way) every append timed out, a commit took 500-700 ms, keepalives (which
+//! commit a checkpoint) timed out and live clients' 2 s leases expired (the lost-wakeup
+//! scenarios, 15 of 20 seeds). etcd's raft transport streams messages and does not give up on a
+//! slow one; a reply slower than an election timeout is as good as none (a follower would have
+//! stood for election by then). A remote fatal error is reported as `Unreachable`: openraft
+//! 0.10's RPC error has no room for a remote `RaftError`.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
@@ -56,17 +64,21 @@ impl Request for SnapshotRpc {
 #[derive(Clone)]
 pub struct Network {
     endpoint: Endpoint,
+    /// The shortest deadline of a call: the election timeout's minimum.
+    rpc_timeout_min: Duration,
 }
 
 impl Network {
-    pub fn new(endpoint: Endpoint) -> Self {
-        Network { endpoint }
+    /// `rpc_timeout_min_ms`: the election timeout's minimum, in ms (see the module docs).
+    pub fn new(endpoint: Endpoint, rpc_timeout_min_ms: u64) -> Self {
+        Network { endpoint, rpc_timeout_min: Duration::from_millis(rpc_timeout_min_ms) }
     }
 }
 
 /// The connection to one other server.
 pub struct Peer {
     endpoint: Endpoint,
+    rpc_timeout_min: Duration,
     target: u64,
     addr: Option<SocketAddr>,
 }
@@ -75,7 +87,12 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Peer;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> Peer {
-        Peer { endpoint: self.endpoint.clone(), target, addr: node.addr.parse().ok() }
+        Peer {
+            endpoint: self.endpoint.clone(),
+            rpc_timeout_min: self.rpc_timeout_min,
+            target,
+            addr: node.addr.parse().ok(),
+        }
     }
 }
 
@@ -84,7 +101,8 @@ impl Peer {
         let Some(addr) = self.addr else {
             return Err(unreachable(format!("node {} has no valid address", self.target)));
         };
-        crate::netfault::call(&self.endpoint, addr, request, option.hard_ttl())
+        let timeout = option.hard_ttl().max(self.rpc_timeout_min);
+        crate::netfault::call(&self.endpoint, addr, request, timeout)
             .await
             .map_err(|e| unreachable(format!("node {}: {e}", self.target)))
     }

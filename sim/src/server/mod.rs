@@ -125,7 +125,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     let raft = Raft::new(
         spec.id,
         config,
-        Network::new(endpoint.clone()),
+        Network::new(endpoint.clone(), spec.raft.election_timeout_min_ms),
         log_store,
         state_machine,
     )
