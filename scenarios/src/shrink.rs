@@ -5,6 +5,8 @@
 //!    a fixed timeline, exactly as `--show-plan` prints it: the same seed replays the same run.
 //! 2. That scenario is minimised while the same property still fails on the same seed: dynamic
 //!    targets (`leader`, `client`) become the nodes they hit, faults are removed one at a time,
+//!    each fault moves earlier, a fault on a client moves to a lower-numbered client (so that the
+//!    clients above it can go),
 //!    clients dropped, writes per hold reduced, each fault shortened and the run cut.
 //! 3. The minimal scenario is written as TOML with its report.
 //!
@@ -60,6 +62,12 @@ struct Point {
     kept: Vec<u64>,
     /// Per fault: its length in ms (0 for instantaneous faults).
     lengths_ms: Vec<u64>,
+    /// Per fault: when it starts, in ms of true time. Earlier faults let the run be cut shorter,
+    /// and can meet the first clients' holds instead of the later ones'.
+    starts_ms: Vec<u64>,
+    /// Per fault: the number of the one client it targets (3 for `c3`), 0 when it targets no
+    /// single client. Lowering it lets the `clients` dimension drop the clients above.
+    target_clients: Vec<u64>,
     clients: u64,
     writes_per_hold: u64,
     duration_ms: u64,
@@ -69,6 +77,8 @@ struct Point {
 enum Dim {
     DynamicTargets,
     Kept(usize),
+    Start(usize),
+    TargetClient(usize),
     Clients,
     WritesPerHold,
     Length(usize),
@@ -80,6 +90,8 @@ impl Point {
         match dim {
             Dim::DynamicTargets => self.dynamic_targets,
             Dim::Kept(i) => self.kept[i],
+            Dim::Start(i) => self.starts_ms[i],
+            Dim::TargetClient(i) => self.target_clients[i],
             Dim::Clients => self.clients,
             Dim::WritesPerHold => self.writes_per_hold,
             Dim::Length(i) => self.lengths_ms[i],
@@ -91,6 +103,8 @@ impl Point {
         match dim {
             Dim::DynamicTargets => self.dynamic_targets = value,
             Dim::Kept(i) => self.kept[i] = value,
+            Dim::Start(i) => self.starts_ms[i] = value,
+            Dim::TargetClient(i) => self.target_clients[i] = value,
             Dim::Clients => self.clients = value,
             Dim::WritesPerHold => self.writes_per_hold = value,
             Dim::Length(i) => self.lengths_ms[i] = value,
@@ -101,8 +115,8 @@ impl Point {
     /// The lowest value the search tries in `dim`.
     fn floor(&self, dim: Dim) -> u64 {
         match dim {
-            Dim::DynamicTargets | Dim::Kept(_) => 0,
-            Dim::Clients | Dim::WritesPerHold => 1,
+            Dim::DynamicTargets | Dim::Kept(_) | Dim::Start(_) => 0,
+            Dim::TargetClient(_) | Dim::Clients | Dim::WritesPerHold => 1,
             Dim::Length(_) => FAULT_MS_MIN,
             Dim::Duration => DURATION_MS_MIN,
         }
@@ -124,6 +138,12 @@ impl Space {
             dynamic_targets: 1,
             kept: vec![1; self.faults.len()],
             lengths_ms: self.faults.iter().map(|f| f.duration.map_or(0, |d| d.ms())).collect(),
+            starts_ms: self.faults.iter().map(|f| f.at.ms()).collect(),
+            target_clients: self
+                .concrete
+                .iter()
+                .map(|f| f.target.as_deref().and_then(client_number).unwrap_or(0))
+                .collect(),
             clients: self.base.clients.count as u64,
             writes_per_hold: u64::from(self.base.clients.writes_per_hold),
             duration_ms: self.base.duration.ms(),
@@ -148,6 +168,15 @@ impl Space {
             if fault.duration.is_some() {
                 fault.duration = Some(Dur(std::time::Duration::from_millis(point.lengths_ms[i])));
             }
+            fault.at = Dur(std::time::Duration::from_millis(point.starts_ms[i]));
+            if point.target_clients[i] > 0 && fault.target.as_deref().and_then(client_number).is_some() {
+                // A fault on a client beyond the count moves to the client that takes the same
+                // turn when the clients take the lock in rotation (c3 of three holds third; of
+                // two clients, c1 does): dropping clients keeps the fault, on a client that
+                // runs and is likely to hold at that moment.
+                let number = (point.target_clients[i] - 1) % point.clients.max(1) + 1;
+                fault.target = Some(format!("c{number}"));
+            }
             let names = fault.target.iter().chain(&fault.targets).chain(&fault.from).chain(&fault.to);
             if names.clone().any(|n| dropped_client(n)) || fault.at >= scenario.duration {
                 continue;
@@ -171,6 +200,17 @@ impl Space {
             dims.push(Dim::Duration);
         }
         dims.extend((0..self.faults.len()).filter(|&i| point.kept[i] == 1).map(Dim::Kept));
+        // Only where the fault names its client (with dynamic targets, `client` stays drawn).
+        let names_client = |i: usize| {
+            let fault = if point.dynamic_targets == 0 { &self.concrete[i] } else { &self.faults[i] };
+            fault.target.as_deref().and_then(client_number).is_some()
+        };
+        dims.extend((0..self.faults.len()).filter(|&i| point.kept[i] == 1 && point.starts_ms[i] > 0).map(Dim::Start));
+        dims.extend(
+            (0..self.faults.len())
+                .filter(|&i| point.kept[i] == 1 && point.target_clients[i] > 1 && names_client(i))
+                .map(Dim::TargetClient),
+        );
         dims.push(Dim::Clients);
         if self.base.lock.is_some() {
             dims.push(Dim::WritesPerHold);
@@ -179,6 +219,11 @@ impl Space {
         dims.push(Dim::Duration);
         dims
     }
+}
+
+/// The number of a client's name: 3 for `c3`; `None` for any other node or target.
+fn client_number(name: &str) -> Option<u64> {
+    name.strip_prefix('c').and_then(|n| n.parse::<u64>().ok()).filter(|&n| n > 0)
 }
 
 /// proptest's ValueTree over scenarios: one dimension searched at a time with a
@@ -528,4 +573,46 @@ pub fn run(request: &Request) -> Result<ExitCode, InputError> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// split-brain-gc-pause with three clients and its pause on c3.
+    fn space() -> Space {
+        let mut base = load::resolve("split-brain-gc-pause").expect("a library scenario").scenario;
+        base.clients.count = 3;
+        base.nemesis[0].target = Some("c3".into());
+        let faults = std::mem::take(&mut base.nemesis);
+        Space { base, concrete: faults.clone(), faults }
+    }
+
+    #[test]
+    fn dropping_clients_moves_a_fault_to_the_client_of_the_same_turn() {
+        let space = space();
+        let mut point = space.start();
+        assert_eq!(point.target_clients, vec![3]);
+        point.clients = 2;
+        let scenario = space.scenario(&point).expect("a valid scenario");
+        assert_eq!(scenario.nemesis.len(), 1, "the fault is kept");
+        assert_eq!(scenario.nemesis[0].target.as_deref(), Some("c1"), "c3 of three holds third, as c1 of two");
+        point.clients = 1;
+        assert_eq!(space.scenario(&point).unwrap().nemesis[0].target.as_deref(), Some("c1"));
+    }
+
+    #[test]
+    fn a_fault_moves_earlier_and_to_a_lower_client() {
+        let space = space();
+        let mut point = space.start();
+        point.starts_ms[0] = 700;
+        point.target_clients[0] = 2;
+        let scenario = space.scenario(&point).expect("a valid scenario");
+        assert_eq!(scenario.nemesis[0].at.ms(), 700);
+        assert_eq!(scenario.nemesis[0].target.as_deref(), Some("c2"));
+        let dims = space.dims(&point, false);
+        assert!(dims.contains(&Dim::Start(0)) && dims.contains(&Dim::TargetClient(0)), "{dims:?}");
+        point.target_clients[0] = 1;
+        assert!(!space.dims(&point, false).contains(&Dim::TargetClient(0)), "c1 is as low as it goes");
+    }
 }
