@@ -14,7 +14,7 @@ use std::time::Duration;
 use coordsim_checker::history::{Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA};
 use coordsim_sim::nemesis::links::{self, Link};
 use coordsim_sim::nemesis::plan::{self, Fault, Partition, PlannedFault, Target};
-use coordsim_sim::scenario::{Recipe, Scenario};
+use coordsim_sim::scenario::{KeepAliveMode, Recipe, Scenario};
 
 use crate::cluster::etcd::EtcdCluster;
 use crate::cluster::zookeeper::ZkEnsemble;
@@ -96,6 +96,18 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
         return Err(unsupported(
             "lock.client_deadline",
             "a client deadline is a lease-session setting: etcd recipes only",
+        ));
+    }
+    // Simulator-only so far: the real clients always attach their entry to the session and keep
+    // it alive from a task of their own.
+    if !lock.lease || !lock.ephemeral {
+        let field = if lock.lease { "lock.ephemeral" } else { "lock.lease" };
+        return Err(unsupported(field, "lock entries that outlive their session run only in the simulator so far"));
+    }
+    if lock.keepalive != KeepAliveMode::Background {
+        return Err(unsupported(
+            "lock.keepalive",
+            "keepalives between holds run only in the simulator so far (real clients renew in the background)",
         ));
     }
     // Three switches live in the client (the ZooKeeper recipe's two, the etcd session's one) and
@@ -825,6 +837,16 @@ count = 2
         }
         let bug = format!("{BASE}[bugs]\nttl_reset_on_leader_change = true\n");
         assert_eq!(check(&scenario(&bug), System::Etcd, 1).unwrap_err().field, "bugs.ttl_reset_on_leader_change");
+    }
+
+    #[test]
+    fn lock_entries_outliving_their_session_and_keepalives_between_holds_are_refused_by_field() {
+        let lease = BASE.replace("ttl = \"5s\"", "ttl = \"5s\"\nlease = false");
+        assert_eq!(check(&scenario(&lease), System::Etcd, 1).unwrap_err().field, "lock.lease");
+        let zk = BASE.replace("etcd-mutex", "zk-queue-lock").replace("ttl = \"5s\"", "ttl = \"5s\"\nephemeral = false");
+        assert_eq!(check(&scenario(&zk), System::Zookeeper, 1).unwrap_err().field, "lock.ephemeral");
+        let keepalive = BASE.replace("ttl = \"5s\"", "ttl = \"5s\"\nkeepalive = \"between-holds\"");
+        assert_eq!(check(&scenario(&keepalive), System::Etcd, 1).unwrap_err().field, "lock.keepalive");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use coordsim_checker::properties::Property;
 use coordsim_sim::resource::ResourceMode;
-use coordsim_sim::scenario::{Expectation, Scenario};
+use coordsim_sim::scenario::{Expectation, KeepAliveMode, Scenario};
 
 use crate::library;
 use crate::load::{self, InputError};
@@ -139,6 +139,15 @@ fn setup(scenario: &Scenario) -> Vec<String> {
         }
         if let Some(backoff) = lock.backoff {
             line.push_str(&format!(", backoff {backoff}"));
+        }
+        if !lock.lease {
+            line.push_str(", lock key put without a lease (a crashed holder's key stays)");
+        }
+        if !lock.ephemeral {
+            line.push_str(", persistent lock nodes (a crashed holder's node stays)");
+        }
+        if lock.keepalive == KeepAliveMode::BetweenHolds {
+            line.push_str(", keepalives only between holds (none while holding)");
         }
         lines.push(line);
         lines.push(format!(

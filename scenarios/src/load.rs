@@ -232,6 +232,47 @@ mod tests {
         assert!(error.contains("field `clients.count`"), "{error}");
     }
 
+    /// The error for `GOOD` with `ttl = "5s"` followed by `extra` (and `recipe` in place of
+    /// etcd-mutex), and the line of `extra`'s first key.
+    fn lock_error(recipe: &str, extra: &str) -> (String, usize) {
+        let text = GOOD
+            .replace("recipe = \"etcd-mutex\"", &format!("recipe = \"{recipe}\""))
+            .replace("ttl = \"5s\"", &format!("ttl = \"5s\"\n{extra}"));
+        let key = extra.split('=').next().unwrap().trim();
+        let line = text.lines().position(|l| l.starts_with(&format!("{key} ="))).unwrap() + 1;
+        (error_of(&text), line)
+    }
+
+    #[test]
+    fn lock_entry_lifetime_and_keepalive_knobs_refuse_the_recipes_they_do_not_fit() {
+        let cases = [
+            ("zk-queue-lock", "lease = false", "field `lock.lease`: \"zk-queue-lock\" has no lease on its lock node"),
+            ("etcd-lock-api", "lease = false", "field `lock.lease`: \"etcd-lock-api\" is a service of the server"),
+            ("etcd-election", "lease = false", "field `lock.lease`: \"etcd-election\" is a service of the server"),
+            ("etcd-mutex", "ephemeral = false", "field `lock.ephemeral`: \"etcd-mutex\" is an etcd recipe"),
+            ("zk-herd-lock", "keepalive = \"between-holds\"", "field `lock.keepalive`: \"between-holds\" is for etcd"),
+            ("etcd-mutex", "keepalive = \"sometimes\"", "field `lock.keepalive`: unknown variant `sometimes`"),
+            ("etcd-mutex", "lease = \"no\"", "field `lock.lease`: invalid type"),
+        ];
+        for (recipe, extra, expected) in cases {
+            let (error, line) = lock_error(recipe, extra);
+            assert!(error.starts_with(&format!("bad.toml:{line}: {expected}")), "{recipe} {extra}: {error}");
+            assert!(!error.contains('\n'), "one line: {error}");
+        }
+        for (recipe, extra) in [
+            ("etcd-mutex", "lease = false"),
+            ("etcd-cas", "lease = false"),
+            ("etcd-semaphore", "lease = false"),
+            ("zk-election", "ephemeral = false"),
+            ("etcd-lock-api", "keepalive = \"between-holds\""),
+        ] {
+            let text = GOOD
+                .replace("recipe = \"etcd-mutex\"", &format!("recipe = \"{recipe}\""))
+                .replace("ttl = \"5s\"", &format!("ttl = \"5s\"\n{extra}"));
+            parse("good.toml", &text).unwrap_or_else(|e| panic!("{recipe} {extra}: {e}"));
+        }
+    }
+
     #[test]
     fn unknown_library_name_lists_the_library() {
         let error = resolve("no-such-scenario").unwrap_err().to_string();

@@ -137,6 +137,8 @@ pub async fn simulate(scenario: Scenario) -> History {
                     permits: lock.permits,
                     nested: lock.nested,
                     reentrant: lock.reentrant,
+                    lifetime: lock.entry_lifetime(),
+                    keepalive: lock.keepalive,
                 };
                 builder.init(move || run_client(plan.clone(), clock.clone(), rec.clone())).build()
             }

@@ -12,6 +12,7 @@ use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::Verdict;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::recipe::EntryLifetime;
 use crate::resource::ResourceMode;
 
 /// Largest cluster and client counts a scenario may ask for (a limit on everything). Clients
@@ -113,6 +114,12 @@ impl Recipe {
     pub fn is_zookeeper(self) -> bool {
         matches!(self, Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection)
     }
+
+    /// Whether the client puts its own queue key (etcd recipes run by the client; the Lock and
+    /// Election services put it on the server).
+    pub fn puts_own_key(self) -> bool {
+        matches!(self, Recipe::EtcdMutex | Recipe::EtcdCas | Recipe::EtcdSemaphore)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -145,10 +152,58 @@ pub struct LockSpec {
     /// is) instead of asking the recipe again.
     #[serde(default = "yes")]
     pub reentrant: bool,
+    /// etcd recipes that put their own key (etcd-mutex, etcd-cas, etcd-semaphore): whether the
+    /// key is attached to the session's lease (true, the default: a crashed holder's key is
+    /// deleted when its lease expires, one TTL after its last keepalive). false puts it without
+    /// a lease, a common mistake of home-made locks: only an explicit delete removes it, so a
+    /// holder that crashes leaves the lock held for ever.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub lease: bool,
+    /// ZooKeeper recipes: whether the lock node is ephemeral (true, the default: ZooKeeper
+    /// deletes it when the creating session expires) or persistent (false: it outlives a crashed
+    /// holder, and the lock with it).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub ephemeral: bool,
+    /// etcd recipes: who renews the session's lease. `background` (the default, etcd clientv3's
+    /// session): a task of its own, every TTL/3, whatever the client is doing. `between-holds`: the
+    /// client's one request loop, when it is not working in its critical section, so a hold
+    /// longer than the TTL lets the lease expire under the holder (self-eviction).
+    #[serde(default, skip_serializing_if = "KeepAliveMode::is_background")]
+    pub keepalive: KeepAliveMode,
 }
 
 fn one_permit() -> u32 {
     1
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
+/// Who keeps a session's lease alive (`[lock] keepalive`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeepAliveMode {
+    /// A background task sends a keepalive every TTL/3 (or client deadline/3), holding or not.
+    #[default]
+    Background,
+    /// Keepalives are sent only while the client is not holding the lock: its request loop
+    /// renews while it waits for the lock and while it thinks, not while it works.
+    BetweenHolds,
+}
+
+impl KeepAliveMode {
+    fn is_background(&self) -> bool {
+        *self == KeepAliveMode::Background
+    }
+}
+
+impl LockSpec {
+    /// The lifetime of the lock's queue entries (`lease = false` or `ephemeral = false`:
+    /// persistent).
+    pub fn entry_lifetime(&self) -> EntryLifetime {
+        if self.lease && self.ephemeral { EntryLifetime::Session } else { EntryLifetime::Persistent }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -591,7 +646,29 @@ impl Scenario {
             let valid = lock.name != "/" && crate::zk::validate_path(&lock.name).is_ok();
             check(valid, "lock.name", || format!("{:?} must be a znode path such as \"/locks/resource\"", lock.name))?;
         }
-        Ok(())
+        self.validate_entry_lifetime(lock)?;
+        check(lock.keepalive == KeepAliveMode::Background || !lock.recipe.is_zookeeper(), "lock.keepalive", || {
+            "\"between-holds\" is for etcd recipes: a ZooKeeper client library pings its session from a thread of its own".into()
+        })
+    }
+
+    /// `lease = false` needs a recipe that puts its own key; `ephemeral = false` a ZooKeeper one.
+    fn validate_entry_lifetime(&self, lock: &LockSpec) -> Result<(), ScenarioError> {
+        let recipe = serde_json::to_string(&lock.recipe).unwrap_or_default();
+        if !lock.lease {
+            check(!lock.recipe.is_zookeeper(), "lock.lease", || {
+                format!("{recipe} has no lease on its lock node: write `ephemeral = false` for a persistent znode")
+            })?;
+            check(lock.recipe.puts_own_key(), "lock.lease", || {
+                format!(
+                    "{recipe} is a service of the server, which attaches the key to the lease itself; \
+                     false needs etcd-mutex, etcd-cas or etcd-semaphore"
+                )
+            })?;
+        }
+        check(lock.ephemeral || lock.recipe.is_zookeeper(), "lock.ephemeral", || {
+            format!("{recipe} is an etcd recipe: write `lease = false` for a key put without a lease")
+        })
     }
 
     fn validate_kv(&self, kv: &KvSpec) -> Result<(), ScenarioError> {

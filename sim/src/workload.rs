@@ -19,7 +19,7 @@ use crate::netfault;
 use crate::recipe::zk_lock::ZkLockConfig;
 use crate::recorder::Recorder;
 use crate::rpc::{LeaderKey, ResourceReply, ResourceWrite};
-use crate::scenario::{Bugs, Recipe};
+use crate::scenario::{Bugs, EntryLifetime, KeepAliveMode, Recipe};
 
 /// How long a write to the resource may take before its outcome counts as unknown.
 const RESOURCE_TIMEOUT: Duration = Duration::from_millis(500);
@@ -52,6 +52,10 @@ pub struct ClientPlan {
     /// Nested acquisitions per hold, and whether the client counts them (reentrant).
     pub nested: u32,
     pub reentrant: bool,
+    /// Whether the recipe's key or znode lives with the session or until deleted.
+    pub lifetime: EntryLifetime,
+    /// Who renews the session's lease: a background task, or the loop between holds.
+    pub keepalive: KeepAliveMode,
 }
 
 /// How a hold ended.
@@ -77,6 +81,7 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             plan.ttl_ms,
             plan.deadline_ms,
             plan.bugs.ignore_keepalive_failure,
+            plan.keepalive,
         )
         .await
         else {
@@ -92,6 +97,7 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
                 break;
             };
             belief(&recorder, &plan, token, Phase::Start, None);
+            session.hold_started();
             // Nested acquisitions (a recursive caller): free with a reentrant lock; otherwise
             // the recipe is asked again, and its release is a real release.
             if !plan.reentrant {
@@ -116,6 +122,7 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
                     belief(&recorder, &plan, token, Phase::End, reason.as_deref());
                 }
             }
+            session.hold_ended();
             clock.sleep(plan.think).await;
         }
         drop(session);
@@ -133,16 +140,18 @@ async fn acquire(
 ) -> Result<(String, i64), LockError> {
     let (node, name) = (plan.name.as_str(), plan.lock_name.as_str());
     match plan.recipe {
-        Recipe::EtcdMutex => lock(client, session, recorder, node, name).await,
+        Recipe::EtcdMutex => lock(client, session, recorder, node, name, plan.lifetime).await,
         Recipe::EtcdLockApi => lock_api(client, session, recorder, node, name).await,
-        Recipe::EtcdCas => lock_cas(client, session, recorder, node, name, plan.backoff).await,
-        Recipe::EtcdSemaphore => lock_semaphore(client, session, recorder, node, name, plan.permits).await,
+        Recipe::EtcdCas => lock_cas(client, session, recorder, node, name, plan.backoff, plan.lifetime).await,
+        Recipe::EtcdSemaphore => {
+            lock_semaphore(client, session, recorder, node, name, plan.permits, plan.lifetime).await
+        }
         Recipe::EtcdElection => {
             let elected = campaign(client, session, recorder, node, name, node).await;
             elected.map(|leader| (leader.key, leader.rev))
         }
         Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection => {
-            let config = zk_config(plan.recipe, plan.bugs);
+            let config = zk_config(plan.recipe, plan.bugs, plan.lifetime);
             let zk = zk.expect("a ZooKeeper recipe has a ZooKeeper client");
             lock_zk(zk, session, recorder, node, name, config).await
         }
@@ -150,7 +159,7 @@ async fn acquire(
 }
 
 /// The recipe's variant under the scenario's bug switches.
-fn zk_config(recipe: Recipe, bugs: Bugs) -> ZkLockConfig {
+fn zk_config(recipe: Recipe, bugs: Bugs, lifetime: EntryLifetime) -> ZkLockConfig {
     let base = match recipe {
         Recipe::ZkHerdLock => ZkLockConfig::HERD,
         Recipe::ZkElection => ZkLockConfig::ELECTION,
@@ -159,6 +168,7 @@ fn zk_config(recipe: Recipe, bugs: Bugs) -> ZkLockConfig {
     ZkLockConfig {
         unique_tag: !bugs.no_unique_tag_in_sequential_create,
         recheck_vanished: !bugs.lost_wakeup_on_vanished_predecessor,
+        lifetime,
         ..base
     }
 }

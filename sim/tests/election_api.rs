@@ -6,13 +6,14 @@ use std::time::Duration;
 use coordsim_sim::client::election::{campaign, leader, observe, proclaim, resign};
 use coordsim_sim::client::{Client, Session};
 use coordsim_sim::recorder::Recorder;
+use coordsim_sim::scenario::KeepAliveMode;
 use coordsim_sim::testbed;
 
 const NAME: &str = "/election/e";
 const BUDGET: Duration = Duration::from_secs(3);
 
 async fn session(client: &Client, recorder: &Recorder, node: &str) -> Session {
-    Session::open(client, recorder, node, 3000, None, false).await.expect("a session opens")
+    Session::open(client, recorder, node, 3000, None, false, KeepAliveMode::Background).await.expect("a session opens")
 }
 
 #[test]

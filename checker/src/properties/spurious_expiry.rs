@@ -11,6 +11,11 @@
 //! or any server (an unavailable cluster cannot renew anything). Faults on the whole network
 //! (`latency`, `packet-loss`: no targets) do not excuse it: they are what the TTL must cover.
 //! Every other expiry fails the property. Leases revoked by their owner never count.
+//!
+//! A live owner that stops renewing (a client that renews only between holds and works in its
+//! critical section for longer than the TTL) fails it too: it lost its lease while it ran, with
+//! no fault to blame. The finding tells the two causes apart by whether the owner sent any
+//! renewal in the lease's last TTL.
 
 use std::collections::BTreeMap;
 
@@ -53,6 +58,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
         history.nodes.iter().filter(|n| n.role == crate::history::NodeRole::Server).map(|n| n.name.as_str()).collect();
     let mut findings = Vec::new();
     let mut expired = 0usize;
+    let mut lapsed_count = 0usize;
     for lease in leases.values() {
         let Some((expired_ns, entry)) = lease.expired else { continue };
         expired += 1;
@@ -68,11 +74,26 @@ pub(super) fn check(history: &History) -> PropertyReport {
             continue;
         }
         let last_ack = lease.renewals.iter().filter(|r| r.acked).filter_map(|r| r.complete_ns).max();
+        // The verdict is the same either way; the cause differs: an owner that sent nothing
+        // for a whole TTL let its lease lapse (it renews only when idle: self-eviction), one
+        // that kept sending lost its renewals to the network.
+        let last_sent = lease.renewals.iter().map(|r| r.invoke_ns).max().unwrap_or(granted_ns);
+        let lapsed = last_sent + lease.ttl_ms * MS <= expired_ns;
+        lapsed_count += usize::from(lapsed);
+        let cause = if lapsed {
+            format!(
+                "{} sent no renewal in its last TTL (the last at {}): it stopped renewing while it ran",
+                lease.owner,
+                History::fmt_time(last_sent)
+            )
+        } else {
+            "only the network's speed stood in the way".to_string()
+        };
         findings.push(Finding {
             time_ns: expired_ns,
             until_ns: None,
             message: format!(
-                "lease {} of {} (TTL {} ms) expired at {} while {} was running and no fault had hit it or the servers since {}: only the network's speed stood in the way{}",
+                "lease {} of {} (TTL {} ms) expired at {} while {} was running and no fault had hit it or the servers since {}: {cause}{}",
                 lease.id,
                 lease.owner,
                 lease.ttl_ms,
@@ -91,9 +112,14 @@ pub(super) fn check(history: &History) -> PropertyReport {
             "{expired} of {} leases expired, each after a crash or a fault on its owner or the servers",
             leases.len()
         ),
-        _ => format!(
+        _ if lapsed_count == 0 => format!(
             "{} of {expired} expired leases had a live owner that no fault had cut off: false expirations, the TTL is too short for the network",
             findings.len()
+        ),
+        _ => format!(
+            "{} of {expired} expired leases had a live owner that no fault had cut off: {} lost to the network (a TTL too short for it), {lapsed_count} let lapse by an owner that sent no renewal for a whole TTL while it ran (self-eviction)",
+            findings.len(),
+            findings.len() - lapsed_count
         ),
     };
     PropertyReport { property: "spurious_expiry".into(), verdict, summary, findings }

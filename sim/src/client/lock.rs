@@ -6,6 +6,7 @@ use std::time::Duration;
 use coordsim_checker::history::{Call, Event, Return};
 
 use super::{Client, Session, SessionEnd, Unavailable};
+use crate::recipe::EntryLifetime;
 use crate::recipe::mutex::{EtcdMutex, MutexError, MutexInput, MutexStep};
 use crate::recorder::Recorder;
 use crate::rpc::{ClientReply, ClientRequest};
@@ -34,18 +35,20 @@ pub enum LockError {
 }
 
 /// Acquires the lock `name` under `session`; returns the holder key and the fencing token.
-/// Records one `lock` operation of `node`: `ok` with the token, `fail` when the lock certainly
-/// was not granted, `info` when the cluster stopped answering.
+/// `lifetime` says whether the key is attached to the session's lease. Records one `lock`
+/// operation of `node`: `ok` with the token, `fail` when the lock certainly was not granted,
+/// `info` when the cluster stopped answering.
 pub async fn lock(
     client: &Client,
     session: &Session,
     recorder: &Recorder,
     node: &str,
     name: &str,
+    lifetime: EntryLifetime,
 ) -> Result<(String, i64), LockError> {
     let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
     let budget = Duration::from_millis(session.ttl_ms);
-    let (mut mutex, mut step) = EtcdMutex::lock(name, session.lease);
+    let (mut mutex, mut step) = EtcdMutex::lock_for(name, session.lease, lifetime);
     let result = loop {
         if let Some(end) = session.ended() {
             break Err(LockError::SessionEnded(end));
@@ -193,11 +196,12 @@ pub async fn lock_cas(
     node: &str,
     name: &str,
     backoff: Option<Duration>,
+    lifetime: EntryLifetime,
 ) -> Result<(String, i64), LockError> {
     use crate::recipe::cas_lock::{CasLock, CasStep};
     let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
     let budget = Duration::from_millis(session.ttl_ms);
-    let (lock, mut step) = CasLock::lock(name, node, session.lease);
+    let (lock, mut step) = CasLock::lock(name, node, lifetime.key_lease(session.lease));
     let result = loop {
         if let Some(end) = session.ended() {
             break Err(LockError::SessionEnded(end));
@@ -255,11 +259,12 @@ pub async fn lock_semaphore(
     node: &str,
     name: &str,
     permits: u32,
+    lifetime: EntryLifetime,
 ) -> Result<(String, i64), LockError> {
     use crate::recipe::semaphore::{Semaphore, SemaphoreStep};
     let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits });
     let budget = Duration::from_millis(session.ttl_ms);
-    let (mut semaphore, mut step) = Semaphore::acquire(name, session.lease, permits);
+    let (mut semaphore, mut step) = Semaphore::acquire_for(name, session.lease, permits, lifetime);
     let result = loop {
         if let Some(end) = session.ended() {
             break Err(LockError::SessionEnded(end));

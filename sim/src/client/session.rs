@@ -2,6 +2,13 @@
 //! (etcd client/v3/concurrency/session.go). The session ends — and every lock held under it
 //! must be considered lost — when the cluster says the lease is gone, or when no keepalive was
 //! acknowledged for a whole TTL by the client's clock.
+//!
+//! A client that renews from its own request loop instead ([`KeepAliveMode::BetweenHolds`])
+//! sends no keepalive while it works in its critical section: the keepalive task stands still
+//! from [`Session::hold_started`] to [`Session::hold_ended`]. A hold longer than the TTL then
+//! outlives the lease, and the client cannot even learn it before the hold is over
+//! (self-eviction). A watched client deadline still ends the session on time: it is a look at
+//! the client's own clock, not a request.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +20,7 @@ use super::Client;
 use crate::clock::LocalTime;
 use crate::recorder::Recorder;
 use crate::rpc::ClientReply;
+use crate::scenario::KeepAliveMode;
 use crate::store::{Command, CommandResponse, LeaseId};
 
 /// Why a session ended.
@@ -38,11 +46,34 @@ impl std::fmt::Display for SessionEnd {
 struct State {
     end: Mutex<Option<SessionEnd>>,
     ended: Notify,
+    /// Between holds only: the client is in its critical section and sends no keepalive.
+    holding: Mutex<bool>,
+    released: Notify,
+}
+
+impl State {
+    fn holding(&self) -> bool {
+        *self.holding.lock().expect("session lock poisoned")
+    }
+
+    /// Waits until the client leaves its critical section.
+    async fn wait_released(&self) {
+        loop {
+            let notified = self.released.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if !self.holding() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 pub struct Session {
     pub lease: LeaseId,
     pub ttl_ms: u64,
+    keepalive_mode: KeepAliveMode,
     state: Arc<State>,
     keepalive: madsim::task::JoinHandle<()>,
 }
@@ -53,7 +84,8 @@ impl Session {
     /// `deadline_ms`: `Some` for a client that stops acting exactly that long after its last
     /// acknowledged keepalive (by its clock); `None` for etcd clientv3's behaviour: the session
     /// ends when the cluster answers "lease not found", or when a keepalive attempt finds that
-    /// none was acknowledged for a TTL.
+    /// none was acknowledged for a TTL. `keepalive`: renewed in the background, or only
+    /// between holds.
     pub async fn open(
         client: &Client,
         recorder: &Recorder,
@@ -61,6 +93,7 @@ impl Session {
         ttl_ms: u64,
         deadline_ms: Option<u64>,
         ignore_failures: bool,
+        keepalive: KeepAliveMode,
     ) -> Option<Session> {
         // The lease can be no older than the moment the grant was sent: count from there.
         let sent = client.clock().now();
@@ -90,8 +123,23 @@ impl Session {
             ignore_failures,
             last_ack_sent: sent,
         };
+        let keepalive_mode = keepalive;
         let keepalive = madsim::task::spawn(keeper.run(state.clone()));
-        Some(Session { lease, ttl_ms, state, keepalive })
+        Some(Session { lease, ttl_ms, keepalive_mode, state, keepalive })
+    }
+
+    /// The client enters its critical section: between holds only, keepalives stop until
+    /// [`Session::hold_ended`].
+    pub fn hold_started(&self) {
+        if self.keepalive_mode == KeepAliveMode::BetweenHolds {
+            *self.state.holding.lock().expect("session lock poisoned") = true;
+        }
+    }
+
+    /// The client is back from its critical section: an overdue keepalive goes out at once.
+    pub fn hold_ended(&self) {
+        *self.state.holding.lock().expect("session lock poisoned") = false;
+        self.state.released.notify_waiters();
     }
 
     /// `Some(reason)` once the session has ended.
@@ -140,7 +188,7 @@ struct KeepAlive {
 
 impl KeepAlive {
     async fn run(mut self, state: Arc<State>) {
-        let end = self.until_end().await;
+        let end = self.until_end(&state).await;
         *state.end.lock().expect("session lock poisoned") = Some(end);
         state.ended.notify_waiters();
     }
@@ -149,7 +197,7 @@ impl KeepAlive {
     /// deadline passes. A watched deadline is checked continuously, not only between
     /// keepalives, so the client stops acting at the moment its clock says so
     /// (docs/cases/06).
-    async fn until_end(&mut self) -> SessionEnd {
+    async fn until_end(&mut self, state: &State) -> SessionEnd {
         let clock = self.client.clock().clone();
         // Three keepalives per TTL (etcd), or per client deadline when that is shorter.
         let interval = Duration::from_millis((self.ttl_ms.min(self.deadline_ms) / 3).max(1));
@@ -163,6 +211,13 @@ impl KeepAlive {
             }
             if clock.now() < next {
                 clock.sleep_until(next.min(watched)).await;
+                continue;
+            }
+            if state.holding() {
+                // The client's loop is busy in its critical section: the keepalive waits for it.
+                let released = std::pin::pin!(state.wait_released());
+                let expire = std::pin::pin!(clock.sleep_until(watched));
+                futures::future::select(released, expire).await;
                 continue;
             }
             next = clock.now().plus(interval);

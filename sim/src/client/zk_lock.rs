@@ -65,7 +65,7 @@ async fn acquire(
         }
         step = match step {
             // The node's data names its client (the candidate's identity, for an election).
-            ZkLockStep::Create { prefix } => match zk.create(&prefix, node, CreateMode::EphemeralSequential).await {
+            ZkLockStep::Create { prefix } => match zk.create(&prefix, node, config.lifetime.sequential_mode()).await {
                 Ok((path, stat)) => recipe.step(ZkLockInput::Created { path, czxid: stat.czxid }),
                 Err(ZkCallError::ConnectionLoss(_)) => recipe.step(ZkLockInput::CreateLost),
                 // The first use of the lock: create the lock node (and its parents), then again.

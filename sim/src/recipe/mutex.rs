@@ -12,6 +12,7 @@
 //!
 //! Unlocking deletes the key, which wakes the successor.
 
+use super::EntryLifetime;
 use crate::store::{
     KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest,
     TxnResponse,
@@ -81,16 +82,28 @@ impl EtcdMutex {
     /// [`EtcdMutex::lock`], with the final check of our own key on or off (off: the
     /// `grant_without_lease_check` bug).
     pub fn lock_checked(prefix: &str, lease: LeaseId, check_own_key: bool) -> (EtcdMutex, MutexStep) {
-        Self::start(prefix, lease, "", check_own_key)
+        Self::start(prefix, lease, "", check_own_key, EntryLifetime::Session)
+    }
+
+    /// [`EtcdMutex::lock`] with the key's lifetime: [`EntryLifetime::Persistent`] puts it without
+    /// a lease (still named after the session's lease, so each session has its own key).
+    pub fn lock_for(prefix: &str, lease: LeaseId, lifetime: EntryLifetime) -> (EtcdMutex, MutexStep) {
+        Self::start(prefix, lease, "", true, lifetime)
     }
 
     /// etcd's election Campaign (client/v3/concurrency/election.go) is the same queue: the
     /// candidate's key holds its proposal `value`, and the oldest key is the leader.
     pub fn campaign(prefix: &str, lease: LeaseId, value: &str) -> (EtcdMutex, MutexStep) {
-        Self::start(prefix, lease, value, true)
+        Self::start(prefix, lease, value, true, EntryLifetime::Session)
     }
 
-    fn start(prefix: &str, lease: LeaseId, value: &str, check_own_key: bool) -> (EtcdMutex, MutexStep) {
+    fn start(
+        prefix: &str,
+        lease: LeaseId,
+        value: &str,
+        check_own_key: bool,
+        lifetime: EntryLifetime,
+    ) -> (EtcdMutex, MutexStep) {
         let key = holder_key(prefix, lease);
         let mutex = EtcdMutex {
             prefix: prefix.to_string(),
@@ -100,7 +113,7 @@ impl EtcdMutex {
             check_own_key,
         };
         let oldest = oldest_holder(prefix);
-        let mut txn = super::create_or_read(&key, value, lease);
+        let mut txn = super::create_or_read(&key, value, lifetime.key_lease(lease));
         txn.success.push(TxnOp::Range(oldest.clone()));
         txn.failure.push(TxnOp::Range(oldest));
         (mutex, MutexStep::Txn(txn))
@@ -254,6 +267,20 @@ mod tests {
         let key = holder_key("/lock/r", lease);
         let created = store.range(&RangeRequest::new(KeyRange::Key(key.clone()))).unwrap().kvs[0].create_revision;
         assert_eq!(step, MutexStep::Acquired { key, token: created });
+    }
+
+    #[test]
+    fn a_persistent_key_is_named_after_the_session_but_put_without_its_lease() {
+        let mut store = Store::new();
+        let lease = grant(&mut store, 5000);
+        for (lifetime, attached) in [(EntryLifetime::Session, lease), (EntryLifetime::Persistent, 0)] {
+            let prefix = format!("/lock/{lifetime:?}");
+            let (mut mutex, step) = EtcdMutex::lock_for(&prefix, lease, lifetime);
+            let MutexStep::Acquired { key, .. } = drive(&mut store, &mut mutex, step) else { panic!("uncontended") };
+            assert_eq!(key, holder_key(&prefix, lease));
+            let kv = store.range(&RangeRequest::new(KeyRange::Key(key))).unwrap().kvs[0].clone();
+            assert_eq!(kv.lease, attached, "{lifetime:?}");
+        }
     }
 
     #[test]

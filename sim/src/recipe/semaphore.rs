@@ -48,10 +48,21 @@ pub struct Semaphore {
 impl Semaphore {
     /// Starts taking one of the `permits` permits of the semaphore `prefix` for `lease`.
     pub fn acquire(prefix: &str, lease: LeaseId, permits: u32) -> (Semaphore, SemaphoreStep) {
+        Self::acquire_for(prefix, lease, permits, super::EntryLifetime::Session)
+    }
+
+    /// [`Semaphore::acquire`] with the key's lifetime ([`super::EntryLifetime::Persistent`]: put
+    /// without a lease, still named after the session's).
+    pub fn acquire_for(
+        prefix: &str,
+        lease: LeaseId,
+        permits: u32,
+        lifetime: super::EntryLifetime,
+    ) -> (Semaphore, SemaphoreStep) {
         assert!(permits >= 1, "a semaphore has at least one permit");
         let key = holder_key(prefix, lease);
         let semaphore = Semaphore { prefix: prefix.to_string(), key: key.clone(), permits, my_revision: 0 };
-        (semaphore, SemaphoreStep::Txn(super::create_or_read(&key, "", lease)))
+        (semaphore, SemaphoreStep::Txn(super::create_or_read(&key, "", lifetime.key_lease(lease))))
     }
 
     pub fn key(&self) -> &str {

@@ -25,6 +25,7 @@
 //! front of the queue) and `lost_wakeup_on_vanished_predecessor` (sleep on the watch of a
 //! predecessor that is already gone).
 
+use super::EntryLifetime;
 use crate::store::Revision;
 use crate::zk::{Stat, WatchKind, name_of, sequence_of};
 
@@ -42,11 +43,19 @@ pub struct ZkLockConfig {
     /// Name the nodes `n_` as ZooKeeper's leader election recipe does (the lowest node leads;
     /// the algorithm is the queue lock's) instead of `lock-`.
     pub election: bool,
+    /// Ephemeral sequential nodes (the recipe) or persistent ones (`[lock] ephemeral = false`: a
+    /// crashed holder's node stays, and the lock with it).
+    pub lifetime: EntryLifetime,
 }
 
 impl ZkLockConfig {
-    pub const QUEUE: ZkLockConfig =
-        ZkLockConfig { herd: false, unique_tag: true, recheck_vanished: true, election: false };
+    pub const QUEUE: ZkLockConfig = ZkLockConfig {
+        herd: false,
+        unique_tag: true,
+        recheck_vanished: true,
+        election: false,
+        lifetime: EntryLifetime::Session,
+    };
     pub const HERD: ZkLockConfig = ZkLockConfig { herd: true, ..Self::QUEUE };
     /// ZooKeeper's leader election recipe ("Recipes and Solutions", Leader Election; Curator's
     /// LeaderLatch): the queue lock, each candidate watching its predecessor.
@@ -56,7 +65,8 @@ impl ZkLockConfig {
 /// What the driver must do next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ZkLockStep {
-    /// Create an ephemeral sequential node named `prefix` + sequence number; feed back
+    /// Create a sequential node named `prefix` + sequence number, ephemeral or persistent as
+    /// [`ZkLockConfig::lifetime`] says (see [`EntryLifetime::sequential_mode`]); feed back
     /// [`ZkLockInput::Created`] or, if the reply was lost, [`ZkLockInput::CreateLost`].
     Create {
         prefix: String,
