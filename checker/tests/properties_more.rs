@@ -330,10 +330,33 @@ fn spurious_expiry_fails_a_live_owners_lease_lost_to_latency_alone() {
     // c1 renews at 1 s, then a latency spike on the whole network (no targets) eats its
     // keepalives and the lease expires at 6.5 s: c1 never crashed, paused or was cut off.
     let mut b = silent_owner();
+    b.keepalive(2700, 3200, "c1", 1, Some(End::Info)).keepalive(4400, 4900, "c1", 1, Some(End::Info));
     b.fault(2000, 6000, 1, FaultKind::Latency, &[]).expiry(6500, 1);
     let report = b.report(Property::SpuriousExpiry);
     assert_eq!(report.verdict, Verdict::Fail);
     assert_mentions(&report.findings[0].message, &["lease 1 of c1", "expired at 6.500s", "network"]);
+    assert_mentions(&report.summary, &["the TTL is too short for the network"]);
+}
+
+#[test]
+fn spurious_expiry_fails_a_live_owner_that_stopped_renewing_and_says_so() {
+    // Self-eviction: c1's renewal at 1 s is answered in 10 ms, then c1 sends nothing (it renews
+    // only between holds and is holding); no fault anywhere; the lease expires at 6.1 s.
+    let mut b = silent_owner();
+    b.expiry(6100, 1);
+    let report = b.report(Property::SpuriousExpiry);
+    assert_eq!(report.verdict, Verdict::Fail);
+    let message = &report.findings[0].message;
+    assert_mentions(
+        message,
+        &["lease 1 of c1", "sent no renewal in its last TTL (the last at 1.000s)", "stopped renewing"],
+    );
+    assert!(!message.contains("network"), "{message}");
+    assert_mentions(&report.summary, &["0 lost to the network", "1 let lapse", "self-eviction"]);
+    // A renewal sent in the lease's last TTL and left unanswered is the network's, not a lapse.
+    let mut unanswered = silent_owner();
+    unanswered.keepalive(2000, 2500, "c1", 1, Some(End::Info)).expiry(6100, 1);
+    assert_mentions(&unanswered.report(Property::SpuriousExpiry).findings[0].message, &["network"]);
 }
 
 #[test]

@@ -14,14 +14,15 @@
 //!
 //! A live owner that stops renewing (a client that renews only between holds and works in its
 //! critical section for longer than the TTL) fails it too: it lost its lease while it ran, with
-//! no fault to blame. The finding tells the two causes apart by whether the owner sent any
-//! renewal in the lease's last TTL.
+//! no fault to blame. The finding tells the two causes apart: the owner's last renewal was
+//! answered within the TTL and it sent none for the lease's last TTL (it let the lease lapse),
+//! or its last renewals went unanswered (the network).
 
 use std::collections::BTreeMap;
 
 use crate::history::{Event, History, Phase};
 use crate::properties::lease_liveness::FAULT_RECOVERY_MS;
-use crate::properties::leases::{crashes, leases};
+use crate::properties::leases::{Renewal, crashes, leases};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
 const MS: u64 = 1_000_000;
@@ -74,11 +75,15 @@ pub(super) fn check(history: &History) -> PropertyReport {
             continue;
         }
         let last_ack = lease.renewals.iter().filter(|r| r.acked).filter_map(|r| r.complete_ns).max();
-        // The verdict is the same either way; the cause differs: an owner that sent nothing
-        // for a whole TTL let its lease lapse (it renews only when idle: self-eviction), one
-        // that kept sending lost its renewals to the network.
-        let last_sent = lease.renewals.iter().map(|r| r.invoke_ns).max().unwrap_or(granted_ns);
-        let lapsed = last_sent + lease.ttl_ms * MS <= expired_ns;
+        // The verdict is the same either way; the cause differs. An owner whose last renewal
+        // came back promptly and that then sent nothing for a whole TTL let its lease lapse (it
+        // renews only when idle: self-eviction). One whose last renewals went unanswered lost
+        // them to the network, even if it then gave up its session and stopped sending.
+        let last = lease.renewals.iter().max_by_key(|r| (r.invoke_ns, r.entry));
+        let answered = |r: &&Renewal| r.acked && r.complete_ns.is_some_and(|c| c - r.invoke_ns < lease.ttl_ms * MS);
+        let lapsed = last.filter(answered).filter(|r| r.invoke_ns + lease.ttl_ms * MS <= expired_ns);
+        let last_sent = last.map_or(granted_ns, |r| r.invoke_ns);
+        let lapsed = lapsed.is_some();
         lapsed_count += usize::from(lapsed);
         let cause = if lapsed {
             format!(
