@@ -354,7 +354,8 @@ pub enum Call {
         key: String,
         value: String,
     },
-    /// Read `key` (a linearizable read). `{"f":"get","key":"k1"}`
+    /// Read `key`, judged as a linearizable read (a ZooKeeper getData served by a lagging server
+    /// fails that). `{"f":"get","key":"k1"}`
     Get {
         key: String,
     },

@@ -850,6 +850,30 @@ count = 2
     }
 
     #[test]
+    fn key_value_scenarios_are_refused_on_both_systems_whatever_their_api() {
+        let kv = r#"
+name = "t"
+summary = "s"
+duration = "10s"
+[cluster]
+servers = 3
+[kv]
+api = "zookeeper"
+zk_reads = "sync"
+keys = 3
+interval = "50ms"
+updates = 0.5
+work = "1s"
+readers = 1
+[clients]
+count = 2
+"#;
+        for system in [System::Etcd, System::Zookeeper] {
+            assert_eq!(check(&scenario(kv), system, 1).unwrap_err().field, "kv", "{}", system.name());
+        }
+    }
+
+    #[test]
     fn the_timeline_ends_a_fault_before_one_starting_at_the_same_instant() {
         let s = scenario(&format!(
             "{BASE}[[nemesis]]\nat = \"1s\"\nfor = \"1s\"\nkind = \"pause\"\ntarget = \"c1\"\n\

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use coordsim_checker::properties::Property;
 use coordsim_sim::resource::ResourceMode;
-use coordsim_sim::scenario::{Expectation, KeepAliveMode, Scenario};
+use coordsim_sim::scenario::{Expectation, KeepAliveMode, KvApi, Scenario, ZkReads};
 
 use crate::library;
 use crate::load::{self, InputError};
@@ -159,9 +159,25 @@ fn setup(scenario: &Scenario) -> Vec<String> {
         ));
     }
     if let Some(kv) = &scenario.kv {
+        let api = match kv.api {
+            KvApi::Etcd => "etcd API".to_string(),
+            KvApi::Zookeeper => match kv.zk_reads() {
+                ZkReads::Local => "ZooKeeper API, getData served by the connected server".to_string(),
+                ZkReads::Sync => "ZooKeeper API, sync before each getData".to_string(),
+            },
+        };
         lines.push(format!(
-            "key-value workload: {} keys, an operation every {} (reads {}, cas {}, deletes {}), {} watchers, compaction every {}",
-            kv.keys, kv.interval, kv.reads, kv.cas, kv.deletes, kv.watchers, kv.compact_every
+            "key-value workload ({api}): {} keys, an operation every {} (reads {}, cas {}, deletes {}, read-modify-writes {} with {} of work between read and write), {} readers, {} watchers, compaction every {}",
+            kv.keys,
+            kv.interval,
+            kv.reads,
+            kv.cas,
+            kv.deletes,
+            kv.updates,
+            kv.work,
+            kv.readers,
+            kv.watchers,
+            kv.compact_every
         ));
     }
     for clock in &scenario.clock {

@@ -145,12 +145,15 @@ pub async fn simulate(scenario: Scenario) -> History {
             (None, Some(kv)) => {
                 let role = if index >= count - kv.watchers {
                     KvRole::Watcher
+                } else if index >= count - kv.watchers - kv.readers {
+                    KvRole::Reader
                 } else if index == 0 {
                     KvRole::WriterAndCompactor
                 } else {
                     KvRole::Writer
                 };
-                let plan = KvPlan { name: name.clone(), addr, servers: servers.clone(), start, spec: kv.clone(), role };
+                let plan =
+                    KvPlan { name: name.clone(), index, addr, servers: servers.clone(), start, spec: kv.clone(), role };
                 builder.init(move || run_kv_client(plan.clone(), clock.clone(), rec.clone())).build()
             }
             (None, None) => unreachable!("a validated scenario has a workload"),

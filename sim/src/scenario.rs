@@ -249,6 +249,12 @@ fn one_write() -> u32 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KvSpec {
+    /// Which API the clients use: etcd's (keys `k0`..) or ZooKeeper's (znodes `/k0`..).
+    #[serde(default)]
+    pub api: KvApi,
+    /// ZooKeeper only: how getData is served (default `local`, as in ZooKeeper).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zk_reads: Option<ZkReads>,
     /// Keys `k0`..`k<keys-1>`.
     pub keys: usize,
     /// Time between one writer's operations.
@@ -260,15 +266,55 @@ pub struct KvSpec {
     pub cas: f64,
     #[serde(default)]
     pub deletes: f64,
+    /// Share of read-modify-writes: read the key, work for `work`, then write the new value only
+    /// if the key's version is still the one read (etcd: a transaction comparing its
+    /// mod_revision; ZooKeeper: setData with the version); on a conflict read again and redo.
+    #[serde(default)]
+    pub updates: f64,
+    /// The time a read-modify-write spends between its read and its write (local time).
+    #[serde(default = "Dur::zero")]
+    pub work: Dur,
     /// How many of the clients (the last ones) watch every key instead of writing.
     #[serde(default)]
     pub watchers: usize,
+    /// How many of the clients before the watchers only read, a random key every `interval`.
+    #[serde(default)]
+    pub readers: usize,
     /// A watcher's pause after each delivery: a slow consumer lets compaction overtake it.
     #[serde(default = "Dur::zero")]
     pub watch_lag: Dur,
     /// Every so often the first writer compacts the store at its latest revision (0: never).
     #[serde(default = "Dur::zero")]
     pub compact_every: Dur,
+}
+
+impl KvSpec {
+    /// How the ZooKeeper workload's getData is served (unset: local, as in ZooKeeper).
+    pub fn zk_reads(&self) -> ZkReads {
+        self.zk_reads.unwrap_or(ZkReads::Local)
+    }
+}
+
+/// The API of the key-value workload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KvApi {
+    /// put, range (linearizable, through a read index), delete, txn.
+    #[default]
+    Etcd,
+    /// setData, getData, create, setData with a version, on the ZooKeeper view; each client
+    /// stays connected to one server, which serves its reads.
+    Zookeeper,
+}
+
+/// How a ZooKeeper client's getData is served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZkReads {
+    /// From the connected server's applied state: possibly stale.
+    Local,
+    /// `sync` first, so that the connected server has caught up with the leader.
+    Sync,
 }
 
 /// Bug switches: each reintroduces one known bug as a plain branch at the one place it lived
@@ -676,16 +722,45 @@ impl Scenario {
             format!("{} must be between 1 and {KEYS_MAX}", kv.keys)
         })?;
         check(kv.interval.0 >= Duration::from_millis(1), "kv.interval", || "must be at least 1ms".into())?;
-        for (field, share) in [("kv.reads", kv.reads), ("kv.cas", kv.cas), ("kv.deletes", kv.deletes)] {
+        let shares =
+            [("kv.reads", kv.reads), ("kv.cas", kv.cas), ("kv.deletes", kv.deletes), ("kv.updates", kv.updates)];
+        for (field, share) in shares {
             check(share.is_finite() && (0.0..=1.0).contains(&share), field, || {
                 format!("{share} must be between 0 and 1")
             })?;
         }
-        check(kv.reads + kv.cas + kv.deletes <= 1.0, "kv.deletes", || {
-            "reads + cas + deletes must be at most 1".into()
+        let last = if kv.updates > 0.0 { "kv.updates" } else { "kv.deletes" };
+        check(kv.reads + kv.cas + kv.deletes + kv.updates <= 1.0, last, || {
+            "reads + cas + deletes + updates must be at most 1".into()
         })?;
+        check(kv.work.0 <= DURATION_MAX, "kv.work", || format!("{} must be at most {}", kv.work, Dur(DURATION_MAX)))?;
         check(kv.watchers < self.clients.count, "kv.watchers", || {
             format!("{} leaves no writer among {} clients", kv.watchers, self.clients.count)
+        })?;
+        check(kv.readers + kv.watchers < self.clients.count, "kv.readers", || {
+            format!(
+                "{} readers and {} watchers leave no writer among {} clients",
+                kv.readers, kv.watchers, self.clients.count
+            )
+        })?;
+        match kv.api {
+            KvApi::Etcd => check(kv.zk_reads.is_none(), "kv.zk_reads", || {
+                "only for api = \"zookeeper\" (etcd's reads here are linearizable, through a read index)".into()
+            }),
+            KvApi::Zookeeper => self.validate_zk_kv(kv),
+        }
+    }
+
+    /// What the ZooKeeper key-value workload leaves out, each with its reason.
+    fn validate_zk_kv(&self, kv: &KvSpec) -> Result<(), ScenarioError> {
+        check(kv.deletes == 0.0, "kv.deletes", || {
+            "must be 0 with api = \"zookeeper\": a znode created again restarts its version at 0, so a setData with an old version could overwrite a value it never read".into()
+        })?;
+        check(kv.watchers == 0, "kv.watchers", || {
+            "must be 0 with api = \"zookeeper\" (its watchers are etcd watch streams)".into()
+        })?;
+        check(kv.compact_every.0.is_zero(), "kv.compact_every", || {
+            "must be 0s with api = \"zookeeper\" (ZooKeeper has no compaction to ask for)".into()
         })
     }
 
@@ -803,6 +878,41 @@ mod tests {
             assert_eq!(dur.ms(), ms, "{text}");
             assert_eq!(Dur::parse(&dur.to_string()).unwrap(), dur);
         }
+    }
+
+    fn kv_scenario(kv: &str) -> Result<Scenario, ScenarioError> {
+        let text = format!(
+            "name = \"t\"\nsummary = \"t\"\nduration = \"1s\"\n[cluster]\nservers = 3\n[clients]\ncount = 2\n[kv]\nkeys = 1\ninterval = \"50ms\"\n{kv}"
+        );
+        let scenario: Scenario = toml::from_str(&text).expect("the table parses");
+        scenario.validate().map(|()| scenario)
+    }
+
+    #[test]
+    fn the_zookeeper_kv_workload_reads_locally_unless_told_to_sync() {
+        let local = kv_scenario("api = \"zookeeper\"").unwrap();
+        assert_eq!(local.kv.as_ref().unwrap().zk_reads(), ZkReads::Local);
+        let synced = kv_scenario("api = \"zookeeper\"\nzk_reads = \"sync\"\nupdates = 0.5\nwork = \"1s\"").unwrap();
+        assert_eq!(synced.kv.as_ref().unwrap().zk_reads(), ZkReads::Sync);
+        assert_eq!(kv_scenario("").unwrap().kv.unwrap().api, KvApi::Etcd, "etcd by default");
+    }
+
+    #[test]
+    fn kv_knobs_that_do_not_fit_their_api_are_refused_with_the_field_named() {
+        for (kv, field, words) in [
+            ("zk_reads = \"sync\"", "kv.zk_reads", "only for api = \"zookeeper\""),
+            ("api = \"zookeeper\"\ndeletes = 0.1", "kv.deletes", "restarts its version"),
+            ("api = \"zookeeper\"\ncompact_every = \"1s\"", "kv.compact_every", "no compaction"),
+            ("reads = 0.5\nupdates = 0.6", "kv.updates", "at most 1"),
+            ("updates = 1.5", "kv.updates", "between 0 and 1"),
+            ("readers = 2", "kv.readers", "leave no writer"),
+        ] {
+            let error = kv_scenario(kv).expect_err(kv);
+            assert_eq!(error.field, field, "{kv}");
+            assert!(error.message.contains(words), "{kv}: {}", error.message);
+        }
+        let watchers = kv_scenario("api = \"zookeeper\"\nwatchers = 1").expect_err("zookeeper watchers");
+        assert_eq!(watchers.field, "kv.watchers");
     }
 
     #[test]

@@ -55,6 +55,17 @@ impl ZkClient {
         }
     }
 
+    /// Connects to the server at `index` of the client's server list (modulo its length), for
+    /// workloads that spread their clients over the servers evenly.
+    pub fn connected_to(client: &Client, session: LeaseId, index: usize) -> ZkClient {
+        ZkClient {
+            client: client.clone(),
+            session,
+            connected: Arc::new(Mutex::new(index % client.servers.len())),
+            seen: Arc::new(Mutex::new(0)),
+        }
+    }
+
     pub fn client(&self) -> &Client {
         &self.client
     }
@@ -86,11 +97,18 @@ impl ZkClient {
 
     /// Several ops, all or nothing (one op: a plain write). One attempt: see the module docs.
     pub async fn multi(&self, ops: Vec<ZkOp>) -> Result<Vec<ZkOpResult>, ZkCallError> {
+        let (_, result) = self.multi_at(ops).await?;
+        result.map_err(ZkCallError::Zk)
+    }
+
+    /// [`ZkClient::multi`] with the zxid of the reply: the write's own zxid, or for a rejected
+    /// write the answering server's zxid at the time.
+    pub async fn multi_at(&self, ops: Vec<ZkOp>) -> Result<(Revision, Result<Vec<ZkOpResult>, ZkError>), ZkCallError> {
         let request = ZkRequest::Write(ZkWrite { session: self.session, ops });
         match self.attempt(request, WRITE_TIMEOUT).await? {
             ZkReply::Write { zxid, result } => {
                 self.saw(zxid);
-                result.map_err(|error| ZkCallError::Zk(error.error))
+                Ok((zxid, result.map_err(|error| error.error)))
             }
             other => unreachable!("a write answers a write reply, got {other:?}"),
         }
@@ -109,6 +127,21 @@ impl ZkClient {
         let request = ZkRequest::GetData { path: path.to_string(), seen: self.seen() };
         match self.read(request, budget).await? {
             ZkReply::Data { zxid, result } => Ok((result?, zxid)),
+            other => unreachable!("getData answers a data reply, got {other:?}"),
+        }
+    }
+
+    /// `getData` that answers `None` for a node that does not exist, with the zxid it was read
+    /// at either way.
+    pub async fn get_data_or_none(
+        &self,
+        path: &str,
+        budget: Duration,
+    ) -> Result<(Option<(String, Stat)>, Revision), ZkCallError> {
+        let request = ZkRequest::GetData { path: path.to_string(), seen: self.seen() };
+        match self.read(request, budget).await? {
+            ZkReply::Data { zxid, result: Err(ZkError::NoNode(_)) } => Ok((None, zxid)),
+            ZkReply::Data { zxid, result } => Ok((Some(result?), zxid)),
             other => unreachable!("getData answers a data reply, got {other:?}"),
         }
     }

@@ -1,0 +1,326 @@
+//! The key-value workload: writers put, read, delete, compare-and-swap and read-modify-write a
+//! few keys at random; readers only read; watchers follow every change. Every operation is recorded with the store
+//! revision it saw, so the linearizability, durability and watch checkers can judge the service.
+//!
+//! Writers use etcd's API ([`etcd`]) or ZooKeeper's ([`zookeeper`]); both are recorded as the
+//! same put, get, delete and cas calls. Watchers use etcd's ([`watch`]).
+
+mod etcd;
+mod watch;
+mod zookeeper;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use madsim::rand::Rng;
+
+use crate::client::Client;
+use crate::client::zk::ZkClient;
+use crate::clock::Clock;
+use crate::recorder::Recorder;
+use crate::scenario::{KvApi, KvSpec, ZkReads};
+
+/// How long one operation may take before its outcome counts as unknown.
+const OP_BUDGET: Duration = Duration::from_secs(1);
+/// How long one watch long-poll waits on the server for changes.
+const WATCH_POLL: Duration = Duration::from_millis(500);
+/// Most attempts of one read-modify-write (each a read, the work and a compare-and-swap).
+const UPDATE_ATTEMPTS_MAX: u32 = 100;
+/// The keys' common prefix, which watchers watch.
+pub const KEY_PREFIX: &str = "k";
+
+/// One client's part of the key-value workload.
+#[derive(Clone, Debug)]
+pub struct KvPlan {
+    pub name: String,
+    /// The client's position (c1 is 0): a ZooKeeper client connects to server `index` mod N.
+    pub index: usize,
+    pub addr: SocketAddr,
+    pub servers: Vec<(u64, SocketAddr)>,
+    pub start: Instant,
+    pub spec: KvSpec,
+    pub role: KvRole,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KvRole {
+    Writer,
+    /// The first writer also compacts the store now and then.
+    WriterAndCompactor,
+    /// Only reads.
+    Reader,
+    Watcher,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Put,
+    Get,
+    Delete,
+    Cas,
+    Update,
+}
+
+impl Op {
+    /// The operation a uniform `draw` in [0, 1) picks under the spec's shares, in the order
+    /// reads, cas, deletes, updates; the rest are puts. The bounds are summed left to right, as
+    /// before updates existed, so that a seed draws the same operations as it always did.
+    fn pick(spec: &KvSpec, draw: f64) -> Op {
+        let shares =
+            [(Op::Get, spec.reads), (Op::Cas, spec.cas), (Op::Delete, spec.deletes), (Op::Update, spec.updates)];
+        let mut bound = 0.0;
+        for (op, share) in shares {
+            bound += share;
+            if draw < bound {
+                return op;
+            }
+        }
+        Op::Put
+    }
+}
+
+/// What a client last learned of a key: its value (`None`: absent) and the version it had with
+/// that value (etcd: its mod_revision, 0 when absent; ZooKeeper: the znode's version).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Seen {
+    value: Option<String>,
+    version: i64,
+}
+
+/// What a compare-and-swap requires of the key's current state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Guard {
+    /// The key does not exist.
+    Absent,
+    /// It holds this value (etcd's value compare).
+    Value(String),
+    /// It still has the version seen with `value` (etcd: mod_revision; ZooKeeper: version).
+    Version { value: String, version: i64 },
+}
+
+impl Guard {
+    /// The guard on what was seen of a key, as a read-modify-write writes back: by version.
+    fn on_version(seen: &Seen) -> Guard {
+        match &seen.value {
+            None => Guard::Absent,
+            Some(value) => Guard::Version { value: value.clone(), version: seen.version },
+        }
+    }
+
+    /// The value the history records as expected (`None`: absent).
+    fn expected(&self) -> Option<&str> {
+        match self {
+            Guard::Absent => None,
+            Guard::Value(value) | Guard::Version { value, .. } => Some(value),
+        }
+    }
+}
+
+/// What a completed operation told the client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Step {
+    /// The store revision (zxid) it saw or made.
+    revision: i64,
+    /// The key's state as the operation left or found it; `None` for a compare-and-swap that
+    /// found the key changed (a conflict) and so learned nothing of its new state.
+    seen: Option<Seen>,
+}
+
+impl Step {
+    fn learned(revision: i64, seen: Seen) -> Step {
+        Step { revision, seen: Some(seen) }
+    }
+
+    fn conflict(revision: i64) -> Step {
+        Step { revision, seen: None }
+    }
+}
+
+/// A writer's connection: etcd's API, or a ZooKeeper client connected to one server.
+enum Api {
+    Etcd(Client),
+    Zookeeper { zk: ZkClient, reads: ZkReads },
+}
+
+impl Api {
+    fn clock(&self) -> &Clock {
+        match self {
+            Api::Etcd(client) => client.clock(),
+            Api::Zookeeper { zk, .. } => zk.client().clock(),
+        }
+    }
+
+    /// The key `k<i>` or the znode `/k<i>`.
+    fn key(&self, i: usize) -> String {
+        match self {
+            Api::Etcd(_) => format!("{KEY_PREFIX}{i}"),
+            Api::Zookeeper { .. } => format!("/{KEY_PREFIX}{i}"),
+        }
+    }
+
+    /// The guard of a plain compare-and-swap on the key as last seen (never seen: absent).
+    /// etcd compares the value; ZooKeeper can only compare the version.
+    fn last_seen_guard(&self, seen: Option<&Seen>) -> Guard {
+        match (self, seen) {
+            (_, None) => Guard::Absent,
+            (Api::Etcd(_), Some(seen)) => seen.value.clone().map_or(Guard::Absent, Guard::Value),
+            (Api::Zookeeper { .. }, Some(seen)) => Guard::on_version(seen),
+        }
+    }
+
+    async fn put(&self, recorder: &Recorder, node: &str, key: &str, value: String) -> Option<Step> {
+        match self {
+            Api::Etcd(client) => etcd::put(client, recorder, node, key, value).await,
+            Api::Zookeeper { zk, .. } => zookeeper::put(zk, recorder, node, key, value).await,
+        }
+    }
+
+    async fn get(&self, recorder: &Recorder, node: &str, key: &str) -> Option<Step> {
+        match self {
+            Api::Etcd(client) => etcd::get(client, recorder, node, key).await,
+            Api::Zookeeper { zk, reads } => zookeeper::get(zk, *reads, recorder, node, key).await,
+        }
+    }
+
+    async fn delete(&self, recorder: &Recorder, node: &str, key: &str) -> Option<Step> {
+        match self {
+            Api::Etcd(client) => etcd::delete(client, recorder, node, key).await,
+            Api::Zookeeper { .. } => unreachable!("a validated ZooKeeper workload has no deletes"),
+        }
+    }
+
+    async fn cas(&self, recorder: &Recorder, node: &str, key: &str, guard: Guard, new: String) -> Option<Step> {
+        match self {
+            Api::Etcd(client) => etcd::cas(client, recorder, node, key, guard, new).await,
+            Api::Zookeeper { zk, .. } => zookeeper::cas(zk, recorder, node, key, guard, new).await,
+        }
+    }
+}
+
+pub async fn run_kv_client(plan: KvPlan, clock: Clock, recorder: Recorder) {
+    madsim::time::sleep_until(plan.start).await;
+    let client =
+        Client::connect(plan.addr, plan.servers.clone(), clock.clone()).await.expect("a client binds its own address");
+    if plan.role == KvRole::Watcher {
+        return watch::watch(&plan, &client, &recorder).await;
+    }
+    let api = match plan.spec.api {
+        KvApi::Etcd => Api::Etcd(client),
+        // No session: the workload's znodes are persistent.
+        KvApi::Zookeeper => {
+            Api::Zookeeper { zk: ZkClient::connected_to(&client, 0, plan.index), reads: plan.spec.zk_reads() }
+        }
+    };
+    match plan.role {
+        KvRole::Reader => read(&plan, &api, &recorder).await,
+        _ => Writer { plan: &plan, api: &api, recorder: &recorder, written: 0, seen: BTreeMap::new() }.run().await,
+    }
+}
+
+/// A reader's loop: a random key every interval (±50%).
+async fn read(plan: &KvPlan, api: &Api, recorder: &Recorder) {
+    loop {
+        let factor = madsim::rand::thread_rng().gen_range(0.5..1.5);
+        api.clock().sleep(plan.spec.interval.0.mul_f64(factor)).await;
+        let key = api.key(madsim::rand::thread_rng().gen_range(0..plan.spec.keys));
+        api.get(recorder, &plan.name, &key).await;
+    }
+}
+
+/// One writer's state: how many values it made (they are unique: `c2-17`) and what it last
+/// learned of each key.
+struct Writer<'a> {
+    plan: &'a KvPlan,
+    api: &'a Api,
+    recorder: &'a Recorder,
+    written: u64,
+    seen: BTreeMap<String, Seen>,
+}
+
+impl Writer<'_> {
+    async fn run(mut self) {
+        let spec = &self.plan.spec;
+        let mut latest_revision = 0i64;
+        let mut next_compaction = self.api.clock().now().plus(spec.compact_every.0);
+        if let Api::Zookeeper { .. } = self.api {
+            // Znodes must exist before setData can change them: each writer creates those not
+            // there yet (a create that finds the node changes nothing: a cas that did not swap).
+            for i in 0..spec.keys {
+                let key = self.api.key(i);
+                let value = self.next_value();
+                let step = self.api.cas(self.recorder, &self.plan.name, &key, Guard::Absent, value).await;
+                self.learn(&key, step);
+            }
+        }
+        loop {
+            let factor = madsim::rand::thread_rng().gen_range(0.5..1.5);
+            self.api.clock().sleep(spec.interval.0.mul_f64(factor)).await;
+            if let Api::Etcd(client) = self.api
+                && self.plan.role == KvRole::WriterAndCompactor
+                && !spec.compact_every.0.is_zero()
+                && client.clock().now() >= next_compaction
+            {
+                next_compaction = client.clock().now().plus(spec.compact_every.0);
+                etcd::compact(client, latest_revision).await;
+            }
+            let key = self.api.key(madsim::rand::thread_rng().gen_range(0..spec.keys));
+            let op = Op::pick(spec, madsim::rand::thread_rng().r#gen());
+            let step = match op {
+                Op::Update => self.update(&key).await,
+                op => self.once(op, &key).await,
+            };
+            if let Some(step) = step {
+                latest_revision = latest_revision.max(step.revision);
+            }
+        }
+    }
+
+    /// One operation of `op`'s kind on `key`, with a fresh value.
+    async fn once(&mut self, op: Op, key: &str) -> Option<Step> {
+        let (api, recorder, node) = (self.api, self.recorder, self.plan.name.as_str());
+        let value = self.next_value();
+        let step = match op {
+            Op::Put => api.put(recorder, node, key, value).await,
+            Op::Get => api.get(recorder, node, key).await,
+            Op::Delete => api.delete(recorder, node, key).await,
+            Op::Cas => api.cas(recorder, node, key, api.last_seen_guard(self.seen.get(key)), value).await,
+            Op::Update => unreachable!("a read-modify-write is not one operation"),
+        };
+        self.learn(key, step)
+    }
+
+    /// A read-modify-write: read, work, then write the new value only if the key still has the
+    /// version read; on a conflict, again from the read. Ends at the first write that swapped,
+    /// at an operation without an answer, or after [`UPDATE_ATTEMPTS_MAX`] attempts.
+    async fn update(&mut self, key: &str) -> Option<Step> {
+        let (api, recorder, node) = (self.api, self.recorder, self.plan.name.as_str());
+        for _ in 0..UPDATE_ATTEMPTS_MAX {
+            let read = api.get(recorder, node, key).await;
+            let seen = self.learn(key, read)?.seen.expect("a read learns the key's state");
+            api.clock().sleep(self.plan.spec.work.0).await;
+            let value = self.next_value();
+            let write = self.learn(key, api.cas(recorder, node, key, Guard::on_version(&seen), value).await)?;
+            if write.seen.is_some() {
+                return Some(write);
+            }
+        }
+        None
+    }
+
+    fn next_value(&mut self) -> String {
+        self.written += 1;
+        format!("{}-{}", self.plan.name, self.written)
+    }
+
+    /// Remembers what a completed operation taught about `key`, and passes it on.
+    fn learn(&mut self, key: &str, step: Option<Step>) -> Option<Step> {
+        if let Some(seen) = step.as_ref().and_then(|step| step.seen.clone()) {
+            self.seen.insert(key.to_string(), seen);
+        }
+        step
+    }
+}
+
+#[cfg(test)]
+mod tests;

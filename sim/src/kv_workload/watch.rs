@@ -1,0 +1,56 @@
+//! The watchers of the key-value workload (etcd API): they follow every change to the keys.
+
+use coordsim_checker::history::{ChangeKind, Event, WatchEndReason, WatchedChange};
+
+use super::{KEY_PREFIX, KvPlan, WATCH_POLL};
+use crate::client::Client;
+use crate::recorder::Recorder;
+use crate::store::{EventKind, KeyRange, StoreError};
+
+/// Follows every change to the workload's keys, stream after stream: a stream ends when the
+/// server says its next revision was compacted (the next starts at the compact revision, the
+/// oldest still there) or when no server answers (the next resumes where this one stopped).
+pub(super) async fn watch(plan: &KvPlan, client: &Client, recorder: &Recorder) {
+    let range = KeyRange::Prefix(KEY_PREFIX.to_string());
+    let mut from = 1i64;
+    loop {
+        let watch = recorder.next_watch_id();
+        recorder.record(
+            &plan.name,
+            Event::WatchStart { watch, key: KEY_PREFIX.to_string(), prefix: true, start_revision: from },
+        );
+        let end = loop {
+            match client.watch_once(range.clone(), from, WATCH_POLL).await {
+                Ok(Ok(batch)) if batch.events.is_empty() => {
+                    if batch.header_revision >= from {
+                        recorder.record(&plan.name, Event::WatchProgress { watch, revision: batch.header_revision });
+                        from = batch.header_revision + 1;
+                    }
+                }
+                Ok(Ok(batch)) => {
+                    let events: Vec<WatchedChange> = batch.events.iter().map(change).collect();
+                    from = events.last().map_or(from, |last| last.revision + 1);
+                    recorder.record(&plan.name, Event::WatchEvents { watch, events });
+                    client.clock().sleep(plan.spec.watch_lag.0).await;
+                }
+                Ok(Err(StoreError::Compacted { compact_revision, .. })) => {
+                    break (WatchEndReason::Compacted, Some(compact_revision));
+                }
+                Ok(Err(_)) | Err(_) => break (WatchEndReason::Broken, None),
+            }
+        };
+        recorder.record(&plan.name, Event::WatchEnd { watch, reason: end.0, compact_revision: end.1 });
+        if let Some(compact_revision) = end.1 {
+            from = compact_revision;
+        }
+    }
+}
+
+fn change(event: &crate::store::Event) -> WatchedChange {
+    let kind = match event.kind {
+        EventKind::Put => ChangeKind::Put,
+        EventKind::Delete => ChangeKind::Delete,
+    };
+    let value = (kind == ChangeKind::Put).then(|| event.kv.value.clone());
+    WatchedChange { revision: event.kv.mod_revision, key: event.kv.key.clone(), kind, value }
+}
