@@ -108,6 +108,42 @@ fn malformed_scenario_files_are_rejected_with_file_line_and_field() {
 }
 
 #[test]
+fn key_value_knobs_that_do_not_fit_are_rejected_with_file_line_and_field() {
+    let dir = scratch("bad-kv");
+    let zk = library_file("zk-stale-reads");
+    let etcd = library_file("stale-reads");
+    let cases = [
+        ("unknown-api", zk.replace("api = \"zookeeper\"", "api = \"consul\""), vec!["field `kv.api`", "consul"]),
+        (
+            "bad-zk-reads",
+            zk.replace("zk_reads = \"local\"", "zk_reads = \"eventually\""),
+            vec!["field `kv.zk_reads`", "eventually"],
+        ),
+        (
+            "zk-reads-on-etcd",
+            etcd.replace("keys = 3", "keys = 3\nzk_reads = \"sync\""),
+            vec!["field `kv.zk_reads`", "only for api = \"zookeeper\""],
+        ),
+        ("zk-deletes", zk.replace("cas = 0.2", "cas = 0.2\ndeletes = 0.1"), vec!["field `kv.deletes`", "version"]),
+        ("too-many-readers", zk.replace("readers = 3", "readers = 6"), vec!["field `kv.readers`", "no writer"]),
+        (
+            "shares-above-one",
+            library_file("over-locking-cas").replace("updates = 1.0", "updates = 1.0\nreads = 0.5"),
+            vec!["field `kv.updates`", "at most 1"],
+        ),
+    ];
+    for (name, content, mut needles) in cases {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, &content).unwrap();
+        let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "1", "--out", dir.to_str().unwrap()]);
+        let file = path.to_str().unwrap().to_string();
+        needles.push(&file);
+        assert_bad_input(&out, &needles);
+        assert_eq!(text(&out.stderr).trim().lines().count(), 1, "one line: {}", text(&out.stderr));
+    }
+}
+
+#[test]
 fn bad_flags_and_names_exit_2() {
     assert_bad_input(&coordsim(&["run", "split-brain-gc-pause", "--seeds", "9..1"]), &["empty range"]);
     assert_bad_input(&coordsim(&["run", "split-brain-gc-pause", "--seed", "x"]), &["--seed"]);
