@@ -8,7 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::load::{self, InputError};
+#[cfg(feature = "real")]
+use crate::load;
+use crate::load::InputError;
 
 #[derive(Args, Debug)]
 pub struct RealArgs {
