@@ -202,6 +202,32 @@ fn lease_liveness_fails_a_lease_still_alive_at_the_end_and_passes_a_revoked_one(
     assert_eq!(revoked.verdict(Property::LeaseLiveness), Verdict::Pass, "released by its owner");
 }
 
+/// Seen on swarm-grant-without-lease-check seed 217 with the switch off: c1 is paused just after
+/// sending its grant; the leader grants, checkpoints and expires the lease before the reply
+/// reaches c1 at 4 s. The expiry belongs to the lease all the same.
+fn grant_answered_after_the_expiry() -> Builder {
+    let mut b = Builder::new();
+    b.leader(0, "s1", 1);
+    b.lease(0, 4000, "c1", 1, 1000);
+    b.push(400, "s1", Event::LeaseCheckpoint { lease: 1, remaining_ms: 650 });
+    b
+}
+
+#[test]
+fn an_expiry_recorded_before_the_grants_reply_counts() {
+    let mut b = grant_answered_after_the_expiry();
+    b.expiry(1080, 1);
+    let report = b.report(Property::LeaseLiveness);
+    assert_eq!(report.verdict, Verdict::Pass, "{}", report.summary);
+    assert_mentions(&report.summary, &["1 expired within their bound"]);
+    assert_eq!(b.verdict(Property::LeaseSafety), Verdict::Pass, "1 s after the grant was sent");
+    assert_eq!(b.verdict(Property::SpuriousExpiry), Verdict::Fail, "no fault: the owner ran, its lease expired");
+
+    let mut early = grant_answered_after_the_expiry();
+    early.expiry(700, 1);
+    assert_eq!(early.verdict(Property::LeaseSafety), Verdict::Fail, "700 ms after the grant was sent, TTL 1 s");
+}
+
 #[test]
 fn lease_liveness_counts_an_unacknowledged_keepalive_as_a_renewal() {
     // The keepalive sent at 3 s timed out at 4 s: it may have reached the leader until then.
@@ -377,6 +403,30 @@ fn spurious_expiry_excuses_a_crash_a_fault_on_the_owner_or_on_the_servers() {
     let mut revoked = silent_owner();
     revoked.op(2000, 2010, "c1", Call::LeaseRevoke { lease: 1 }, ok(Return::LeaseRevoked));
     assert_eq!(revoked.verdict(Property::SpuriousExpiry), Verdict::Pass);
+}
+
+#[test]
+fn spurious_expiry_excuses_a_fault_that_cut_off_renewals_before_a_new_leader_restarted_the_ttl() {
+    // c1's last acknowledged renewal is at 1.010 s; the servers are cut from each other from
+    // 1.5 s to 5.9 s, c1's keepalives go unanswered and it gives the session up; a new leader
+    // takes over at 7 s and restarts the lease's 5 s, which expires at 12 s: 6.1 s after the
+    // fault ended, longer than TTL + 1 s, but the fault is what cut the renewals off (seen on
+    // swarm-deposed-leader-expires-leases seed 539 with the switch off).
+    let mut b = silent_owner();
+    b.keepalive(2700, 3700, "c1", 1, Some(End::Info));
+    b.fault(1500, 5900, 1, FaultKind::Partition, &["s1", "s2", "s3"]).leader(7000, "s2", 2).expiry(12_000, 1);
+    let report = b.report(Property::SpuriousExpiry);
+    assert_eq!(report.verdict, Verdict::Pass, "{:?}", report.findings);
+    // Without the fault, nothing excuses it.
+    let mut no_fault = silent_owner();
+    no_fault.keepalive(2700, 3700, "c1", 1, Some(End::Info)).leader(7000, "s2", 2).expiry(12_000, 1);
+    assert_eq!(no_fault.verdict(Property::SpuriousExpiry), Verdict::Fail);
+    // A fault on the servers before the last acknowledged renewal excuses nothing either.
+    let mut before = Builder::new();
+    before.leader(0, "s1", 1).lease(0, 10, "c1", 1, 5000);
+    before.fault(100, 900, 1, FaultKind::Partition, &["s1", "s2", "s3"]);
+    before.keepalive(4000, 4010, "c1", 1, ok(Return::LeaseKeptAlive { ttl_ms: 5000 })).expiry(12_000, 1);
+    assert_eq!(before.verdict(Property::SpuriousExpiry), Verdict::Fail);
 }
 
 #[test]

@@ -87,6 +87,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
 fn collect(history: &History) -> BTreeMap<i64, Lease> {
     let mut invoked: BTreeMap<OpId, (u64, Option<i64>)> = BTreeMap::new();
     let mut leases: BTreeMap<i64, Lease> = BTreeMap::new();
+    let mut expiries: BTreeMap<i64, (u64, usize)> = BTreeMap::new();
     for (index, entry) in history.entries.iter().enumerate() {
         match &entry.event {
             Event::Invoke { op, call: Call::LeaseGrant { .. } } => {
@@ -110,13 +111,16 @@ fn collect(history: &History) -> BTreeMap<i64, Lease> {
                     record.renewals.push((sent, entry.time_ns, index));
                 }
             }
+            // Attached at the end: the leader can expire a lease before its grant's reply
+            // reaches the client.
             Event::LeaseExpiry { lease } => {
-                if let Some(record) = leases.get_mut(lease) {
-                    record.expired.get_or_insert((entry.time_ns, index));
-                }
+                expiries.entry(*lease).or_insert((entry.time_ns, index));
             }
             _ => {}
         }
+    }
+    for (id, record) in &mut leases {
+        record.expired = expiries.remove(id);
     }
     leases
 }

@@ -45,6 +45,8 @@ pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
     let mut keepalives: BTreeMap<OpId, (i64, Renewal)> = BTreeMap::new();
     let mut revokes: BTreeMap<OpId, (i64, u64, usize)> = BTreeMap::new();
     let mut grants: BTreeMap<OpId, (u64, usize)> = BTreeMap::new();
+    let mut expiries: BTreeMap<i64, (u64, usize)> = BTreeMap::new();
+    let mut checkpoints: BTreeMap<i64, Vec<(u64, u64, usize)>> = BTreeMap::new();
     for (index, entry) in history.entries.iter().enumerate() {
         let now = entry.time_ns;
         match &entry.event {
@@ -99,15 +101,14 @@ pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
                     record.gone.get_or_insert((now, index));
                 }
             }
+            // Kept apart and attached at the end: the leader can checkpoint or expire a lease
+            // before its grant's reply reaches the client (a client paused right after sending
+            // the grant learns its lease ID only after the lease is gone).
             Event::LeaseExpiry { lease } => {
-                if let Some(record) = leases.get_mut(lease) {
-                    record.expired.get_or_insert((now, index));
-                }
+                expiries.entry(*lease).or_insert((now, index));
             }
             Event::LeaseCheckpoint { lease, remaining_ms } => {
-                if let Some(record) = leases.get_mut(lease) {
-                    record.checkpoints.push((now, *remaining_ms, index));
-                }
+                checkpoints.entry(*lease).or_default().push((now, *remaining_ms, index));
             }
             _ => {}
         }
@@ -128,6 +129,8 @@ pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
     }
     for record in leases.values_mut() {
         record.renewals.sort_by_key(|r| (r.invoke_ns, r.entry));
+        record.expired = expiries.remove(&record.id);
+        record.checkpoints = checkpoints.remove(&record.id).unwrap_or_default();
     }
     leases
 }
