@@ -139,6 +139,15 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
             ));
         }
     }
+    if scenario.cluster.watch_event_cost.is_some() {
+        return Err(unsupported(
+            "cluster.watch_event_cost",
+            "a cost model of the simulated servers: real servers spend what they spend",
+        ));
+    }
+    if scenario.observers.is_some() {
+        return Err(unsupported("observers", "observers (watch-only clients) run only in the simulator so far"));
+    }
     if !scenario.cluster.fsync {
         return Err(unsupported(
             "cluster.fsync",
@@ -847,6 +856,14 @@ count = 2
         assert_eq!(check(&scenario(&zk), System::Zookeeper, 1).unwrap_err().field, "lock.ephemeral");
         let keepalive = BASE.replace("ttl = \"5s\"", "ttl = \"5s\"\nkeepalive = \"between-holds\"");
         assert_eq!(check(&scenario(&keepalive), System::Etcd, 1).unwrap_err().field, "lock.keepalive");
+    }
+
+    #[test]
+    fn observers_and_a_watch_event_cost_are_refused_by_field() {
+        let cost = BASE.replace("servers = 3", "servers = 3\nwatch_event_cost = \"1ms\"");
+        assert_eq!(check(&scenario(&cost), System::Etcd, 1).unwrap_err().field, "cluster.watch_event_cost");
+        let observers = format!("{BASE}[observers]\ncount = 10\n");
+        assert_eq!(check(&scenario(&observers), System::Etcd, 1).unwrap_err().field, "observers");
     }
 
     #[test]

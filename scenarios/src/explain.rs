@@ -158,6 +158,20 @@ fn setup(scenario: &Scenario) -> Vec<String> {
             }
         ));
     }
+    if let Some(observers) = &scenario.observers {
+        lines.push(format!(
+            "observers: {} watches of the lock's keys on one host{}",
+            observers.count,
+            if observers.proxy {
+                ", through a coalescing proxy (one watch on the servers)"
+            } else {
+                ", each a watch on the servers"
+            }
+        ));
+    }
+    if let Some(cost) = scenario.cluster.watch_event_cost {
+        lines.push(format!("watch notifications cost the servers {cost} each (watcher x event), in the apply loop"));
+    }
     if let Some(kv) = &scenario.kv {
         let api = match kv.api {
             KvApi::Etcd => "etcd API".to_string(),

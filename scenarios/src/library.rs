@@ -37,6 +37,8 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("herd-cas-lock", include_str!("../library/herd-cas-lock.toml")),
     ("herd-cas-lock-backoff", include_str!("../library/herd-cas-lock-backoff.toml")),
     ("herd-free-mutex", include_str!("../library/herd-free-mutex.toml")),
+    ("watch-storm", include_str!("../library/watch-storm.toml")),
+    ("watch-storm-proxy", include_str!("../library/watch-storm-proxy.toml")),
     ("lock-starvation", include_str!("../library/lock-starvation.toml")),
     ("lock-starvation-fifo", include_str!("../library/lock-starvation-fifo.toml")),
     ("zk-queue-lock", include_str!("../library/zk-queue-lock.toml")),

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use coordsim_checker::history::{History, NodeRole};
 use madsim::runtime::{Handle, Runtime};
@@ -18,6 +18,7 @@ use crate::clock::{Clock, registry};
 use crate::kv_workload::{KvPlan, KvRole, run_kv_client};
 use crate::nemesis::{self, Member, Topology};
 use crate::netfault;
+use crate::observers::{ObserversPlan, run_observers};
 use crate::raft::Durable;
 use crate::recorder::Recorder;
 use crate::resource::{RESOURCE_PORT, serve_resource};
@@ -27,6 +28,8 @@ use crate::workload::{ClientPlan, run_client};
 
 /// The name of the protected resource node.
 pub const RESOURCE: &str = "resource";
+/// The name of the observers' host (`[observers]`).
+pub const OBSERVERS: &str = "observers";
 
 /// Runs `scenario` with `seed`. The scenario must have passed `Scenario::validate`.
 pub fn run(scenario: &Scenario, seed: u64) -> History {
@@ -40,6 +43,10 @@ fn server_addr(id: u64) -> SocketAddr {
 
 fn client_addr(index: usize) -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 1, index as u8)), 7000)
+}
+
+fn observers_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 3, 1)), 7000)
 }
 
 fn resource_addr() -> SocketAddr {
@@ -72,6 +79,7 @@ pub async fn simulate(scenario: Scenario) -> History {
             bootstrap: id == 1,
             raft: RaftTiming::default(),
             bugs: scenario.bugs,
+            watch_event_cost: scenario.cluster.watch_event_cost.map_or(Duration::ZERO, |cost| cost.0),
         };
         // Outside the node's tasks, so that it survives a crash of the node.
         let durable = Arc::new(Mutex::new(Durable::new(scenario.cluster.fsync)));
@@ -159,6 +167,30 @@ pub async fn simulate(scenario: Scenario) -> History {
             (None, None) => unreachable!("a validated scenario has a workload"),
         };
         topology.clients.push(Member { name, id: node.id(), ip: addr.ip(), durable: None });
+    }
+
+    if let (Some(observers), Some(lock)) = (&scenario.observers, &scenario.lock) {
+        let plan = ObserversPlan {
+            addr: observers_addr(),
+            servers: servers.clone(),
+            start: epoch + scenario.clients.start.0,
+            prefix: format!("{}/", lock.name),
+            watches: if observers.proxy { 1 } else { observers.count },
+        };
+        let clock = clock_of(OBSERVERS);
+        recorder.add_node(OBSERVERS, NodeRole::Client);
+        let node = handle
+            .create_node()
+            .name(OBSERVERS)
+            .ip(observers_addr().ip())
+            .init(move || run_observers(plan.clone(), clock.clone()))
+            .build();
+        topology.others.push(Member {
+            name: OBSERVERS.to_string(),
+            id: node.id(),
+            ip: observers_addr().ip(),
+            durable: None,
+        });
     }
 
     for name in &names {

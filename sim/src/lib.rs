@@ -11,6 +11,7 @@ pub mod lessor;
 pub mod nemesis;
 pub mod netfault;
 pub mod node;
+pub mod observers;
 pub mod raft;
 pub mod recipe;
 pub mod recorder;

@@ -50,6 +50,10 @@ pub struct Scenario {
     #[serde(default)]
     pub kv: Option<KvSpec>,
     pub clients: Clients,
+    /// Watch-only clients on one host, named `observers`, following the lock's keys: the load
+    /// of a watch storm (lock scenarios only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observers: Option<ObserverSpec>,
     /// Per-node clocks at the start of the run (nodes not listed run at true time).
     #[serde(default)]
     pub clock: Vec<ClockSpec>,
@@ -78,6 +82,31 @@ pub struct Cluster {
     /// acknowledged writes can vanish (what the durability checker is for).
     #[serde(default = "yes")]
     pub fsync: bool,
+    /// True time a server spends notifying one watcher of one event, in its apply loop, before
+    /// it applies the next entry (etcd's watchableStore notifies the watchers of a write's keys
+    /// as the write's transaction ends: etcd issue 18109, slow watchers raising PUT latency).
+    /// Absent (the default): watch notifications cost nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_event_cost: Option<Dur>,
+}
+
+/// The largest `cluster.watch_event_cost`.
+pub const WATCH_EVENT_COST_MAX: Duration = Duration::from_millis(100);
+/// The most observers.
+pub const OBSERVERS_MAX: usize = 2000;
+
+/// Watchers of the lock's keys that do nothing else (`[observers]`): a dashboard, a router
+/// that sends work to the holder, every pod watching one configuration key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObserverSpec {
+    /// How many watches of the lock's prefix the host keeps (1..=2000).
+    pub count: usize,
+    /// Whether they go through a coalescing proxy (etcd's gRPC proxy, Kubernetes' watch
+    /// cache): the servers then see one watch, and the proxy fans its events out to the
+    /// `count` watchers at no cost to the servers. Default false: `count` watches on the servers.
+    #[serde(default)]
+    pub proxy: bool,
 }
 
 fn yes() -> bool {
@@ -641,6 +670,17 @@ impl Scenario {
                 return Err(missing("lock", "a scenario needs a workload: [lock] (with [resource]) or [kv]"));
             }
         }
+        if let Some(cost) = self.cluster.watch_event_cost {
+            check(cost.0 <= WATCH_EVENT_COST_MAX, "cluster.watch_event_cost", || {
+                format!("{cost} must be at most {}", Dur(WATCH_EVENT_COST_MAX))
+            })?;
+        }
+        if let Some(observers) = &self.observers {
+            check(self.lock.is_some(), "observers", || "observers watch the lock's keys: they need [lock]".into())?;
+            check((1..=OBSERVERS_MAX).contains(&observers.count), "observers.count", || {
+                format!("{} must be between 1 and {OBSERVERS_MAX}", observers.count)
+            })?;
+        }
         check((1..=WRITES_PER_HOLD_MAX).contains(&self.clients.writes_per_hold), "clients.writes_per_hold", || {
             format!("{} must be between 1 and {WRITES_PER_HOLD_MAX}", self.clients.writes_per_hold)
         })?;
@@ -913,6 +953,35 @@ mod tests {
         }
         let watchers = kv_scenario("api = \"zookeeper\"\nwatchers = 1").expect_err("zookeeper watchers");
         assert_eq!(watchers.field, "kv.watchers");
+    }
+
+    fn lock_scenario(extra: &str) -> Result<Scenario, ScenarioError> {
+        let text = format!(
+            "name = \"t\"\nsummary = \"t\"\nduration = \"1s\"\n[cluster]\nservers = 3\n{extra}\n[clients]\ncount = 2\n\
+             [lock]\nrecipe = \"etcd-mutex\"\nname = \"/l\"\nttl = \"2s\"\n[resource]\nmode = \"fenced\"\n"
+        );
+        let scenario: Scenario = toml::from_str(&text).expect("the table parses");
+        scenario.validate().map(|()| scenario)
+    }
+
+    #[test]
+    fn observers_and_a_watch_event_cost_are_checked_with_the_field_named() {
+        let storm = lock_scenario("watch_event_cost = \"1ms\"\n[observers]\ncount = 2000").unwrap();
+        assert_eq!(storm.observers, Some(ObserverSpec { count: 2000, proxy: false }));
+        assert_eq!(storm.cluster.watch_event_cost, Some(Dur(Duration::from_millis(1))));
+        for (extra, field, words) in [
+            ("watch_event_cost = \"1s\"", "cluster.watch_event_cost", "at most 100ms"),
+            ("[observers]\ncount = 0", "observers.count", "between 1 and 2000"),
+            ("[observers]\ncount = 2001", "observers.count", "between 1 and 2000"),
+        ] {
+            let error = lock_scenario(extra).expect_err(extra);
+            assert_eq!(error.field, field, "{extra}");
+            assert!(error.message.contains(words), "{extra}: {}", error.message);
+        }
+        let kv = "name = \"t\"\nsummary = \"t\"\nduration = \"1s\"\n[cluster]\nservers = 3\n[clients]\ncount = 2\n\
+                  [kv]\nkeys = 1\ninterval = \"50ms\"\n[observers]\ncount = 5\n";
+        let scenario: Scenario = toml::from_str(kv).expect("the table parses");
+        assert_eq!(scenario.validate().unwrap_err().field, "observers", "observers need [lock]");
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! watches; `on_apply` lets the server react to each applied command (lessor bookkeeping,
 //! waking watchers).
 
+use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use openraft::storage::{EntryResponder, RaftStateMachine};
@@ -14,7 +16,7 @@ use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder};
 use serde::{Deserialize, Serialize};
 
 use super::{ApplyResult, LogId, LogStore, Snapshot, SnapshotMeta, StoredMembership, TypeConfig};
-use crate::store::{Command, CommandResponse, Store};
+use crate::store::{Command, CommandResponse, KeyRange, Store};
 
 /// A full copy of the store: snapshots are whole-state in the simulator (no serialization
 /// happens on madsim's in-process network).
@@ -29,6 +31,33 @@ pub struct Applied {
     pub store: Store,
     pub last_applied: Option<LogId>,
     pub membership: StoredMembership,
+    /// The watch long-polls waiting on this server, by registration number: what applying a
+    /// change notifies (and, with a watch event cost, pays for).
+    pub watchers: BTreeMap<u64, KeyRange>,
+    pub next_watcher: u64,
+}
+
+impl Applied {
+    /// Registers a waiting watch long-poll; [`Applied::unregister_watcher`] ends it.
+    pub fn register_watcher(&mut self, range: KeyRange) -> u64 {
+        self.next_watcher += 1;
+        self.watchers.insert(self.next_watcher, range);
+        self.next_watcher
+    }
+
+    pub fn unregister_watcher(&mut self, id: u64) {
+        self.watchers.remove(&id);
+    }
+
+    /// How many (watcher, event) notifications the changes after revision `before` make.
+    fn notifications(&self, before: i64) -> u64 {
+        if self.watchers.is_empty() || self.store.revision() <= before {
+            return 0;
+        }
+        let Ok(events) = self.store.events(&KeyRange::Prefix(String::new()), before + 1, false) else { return 0 };
+        let pairs = events.iter().map(|e| self.watchers.values().filter(|range| range.contains(&e.kv.key)).count());
+        pairs.sum::<usize>() as u64
+    }
 }
 
 /// Called after each applied command with its response (under no lock).
@@ -39,20 +68,31 @@ pub struct StateMachine {
     applied: Arc<Mutex<Applied>>,
     durable: LogStore,
     on_apply: OnApply,
+    /// True time spent per watcher notified of an event, before the next entry applies.
+    watch_event_cost: Duration,
 }
 
 impl StateMachine {
     /// Starts from the durable snapshot if the server has one (a restart), else empty.
-    pub fn new(durable: LogStore, snapshot: Option<(SnapshotMeta, StoreSnapshot)>, on_apply: OnApply) -> Self {
+    ///
+    /// `watch_event_cost`: the true time applying an entry takes per (watcher, event)
+    /// notification it makes (zero: none).
+    pub fn new(
+        durable: LogStore,
+        snapshot: Option<(SnapshotMeta, StoreSnapshot)>,
+        on_apply: OnApply,
+        watch_event_cost: Duration,
+    ) -> Self {
         let applied = match snapshot {
             Some((meta, data)) => Applied {
                 store: data.store,
                 last_applied: meta.last_log_id.clone(),
                 membership: meta.last_membership.clone(),
+                ..Applied::default()
             },
             None => Applied::default(),
         };
-        StateMachine { applied: Arc::new(Mutex::new(applied)), durable, on_apply }
+        StateMachine { applied: Arc::new(Mutex::new(applied)), durable, on_apply, watch_event_cost }
     }
 
     /// The applied state, shared with the server's handlers.
@@ -106,8 +146,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     {
         while let Some(item) = entries.next().await {
             let (entry, responder) = item?;
-            let (result, command) = {
+            let (result, command, notifications) = {
                 let mut applied = self.lock();
+                let before = applied.store.revision();
                 if let Some(last) = &applied.last_applied {
                     assert!(
                         entry.log_id.index > last.index,
@@ -117,7 +158,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     );
                 }
                 applied.last_applied = Some(entry.log_id.clone());
-                match entry.payload {
+                let (result, command) = match entry.payload {
                     EntryPayload::Blank => (ApplyResult::Internal, None),
                     EntryPayload::Normal(command) => {
                         let response = applied.store.apply(&command);
@@ -127,8 +168,15 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                         applied.membership = StoredMembership::new(Some(entry.log_id.clone()), membership);
                         (ApplyResult::Internal, None)
                     }
-                }
+                };
+                let notifications = if self.watch_event_cost.is_zero() { 0 } else { applied.notifications(before) };
+                (result, command, notifications)
             };
+            // The apply loop notifies the entry's watchers before it takes the next entry (and
+            // before the entry's writer hears back), as etcd's does; no lock is held meanwhile.
+            if notifications > 0 {
+                madsim::time::sleep(self.watch_event_cost * notifications as u32).await;
+            }
             if let (Some(command), ApplyResult::Command(response)) = (&command, &result) {
                 (self.on_apply)(command, response);
             }
@@ -158,5 +206,36 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
         let durable = self.durable_lock();
         Ok(durable.snapshot.as_ref().map(|(meta, data)| Snapshot { meta: meta.clone(), snapshot: data.clone() }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::PutRequest;
+
+    fn put(applied: &mut Applied, key: &str) {
+        let request = PutRequest { key: key.into(), value: "v".into(), lease: 0, prev_kv: false, ignore_lease: false };
+        applied.store.apply(&Command::Put(request));
+    }
+
+    #[test]
+    fn each_change_notifies_every_waiting_watcher_whose_range_has_its_key() {
+        let mut applied = Applied::default();
+        let a1 = applied.register_watcher(KeyRange::Prefix("/a/".into()));
+        applied.register_watcher(KeyRange::Prefix("/a/".into()));
+        applied.register_watcher(KeyRange::Key("/b".into()));
+        let before = applied.store.revision();
+        put(&mut applied, "/a/x");
+        assert_eq!(applied.notifications(before), 2, "two watchers of /a/, none of /b");
+        let before = applied.store.revision();
+        put(&mut applied, "/a/y");
+        put(&mut applied, "/b");
+        assert_eq!(applied.notifications(before), 3, "two changes since: /a/y to two, /b to one");
+        applied.unregister_watcher(a1);
+        let before = applied.store.revision();
+        put(&mut applied, "/a/z");
+        assert_eq!(applied.notifications(before), 1, "a returned long-poll is no longer notified");
+        assert_eq!(applied.notifications(applied.store.revision()), 0, "nothing changed");
     }
 }

@@ -55,6 +55,8 @@ pub struct ServerSpec {
     pub bootstrap: bool,
     pub raft: RaftTiming,
     pub bugs: Bugs,
+    /// True time the apply loop spends per watcher notified of an event (`cluster.watch_event_cost`).
+    pub watch_event_cost: Duration,
 }
 
 /// Raft timing, in ms of the server's local clock.
@@ -110,7 +112,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     };
     let log_store = LogStore::new(durable.clone());
     let snapshot = durable.lock().expect("durable state lock poisoned").snapshot.clone();
-    let state_machine = StateMachine::new(log_store.clone(), snapshot, on_apply);
+    let state_machine = StateMachine::new(log_store.clone(), snapshot, on_apply, spec.watch_event_cost);
     let applied = state_machine.applied();
 
     let config = openraft::Config {
@@ -203,6 +205,26 @@ fn register_raft_handlers(endpoint: &Endpoint, raft: &Raft) {
             raft.install_full_snapshot(vote, snapshot).await.map_err(|e| e.to_string())
         }
     });
+}
+
+/// A watch long-poll counted among the server's watchers while it waits (and while it reads
+/// its events), until it returns or is dropped.
+struct WatcherRegistration<'a> {
+    applied: &'a Mutex<Applied>,
+    id: u64,
+}
+
+impl<'a> WatcherRegistration<'a> {
+    fn new(applied: &'a Mutex<Applied>, range: KeyRange) -> Self {
+        let id = lock(applied).register_watcher(range);
+        WatcherRegistration { applied, id }
+    }
+}
+
+impl Drop for WatcherRegistration<'_> {
+    fn drop(&mut self) {
+        lock(self.applied).unregister_watcher(self.id);
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -402,6 +424,7 @@ impl Server {
     /// kept on the server between polls.
     async fn watch(&self, range: KeyRange, from: Revision, wait_ms: u64, options: WatchOptions) -> ClientReply {
         let deadline = self.clock.now().plus_ms(wait_ms);
+        let _registered = WatcherRegistration::new(&self.applied, range.clone());
         loop {
             let notified = self.applied_notify.notified();
             let mut notified = std::pin::pin!(notified);
