@@ -68,6 +68,8 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("hundred-requests-etcd-semaphore", include_str!("../library/hundred-requests-etcd-semaphore.toml")),
     ("hundred-requests-zk-queue-lock", include_str!("../library/hundred-requests-zk-queue-lock.toml")),
     ("hundred-requests-zk-herd-lock", include_str!("../library/hundred-requests-zk-herd-lock.toml")),
+    ("hundred-requests-etcd-election", include_str!("../library/hundred-requests-etcd-election.toml")),
+    ("hundred-requests-zk-election", include_str!("../library/hundred-requests-zk-election.toml")),
     ("chaos-fenced-mutex", include_str!("../library/chaos-fenced-mutex.toml")),
 ];
 
