@@ -1,7 +1,7 @@
 //! Spurious expiry: a session timeout too short for the network. A lease exists so that the
 //! cluster can tell a dead client from a live one; a lease that expires while its owner runs and
-//! keeps renewing, only because the network got slower (latency spikes, lost packets), is a
-//! false expiration: the owner loses its lock and its work for nothing, and sessions churn. The
+//! keeps renewing, only because the network got slower (latency spikes, lost packets) or a
+//! server too busy to renew in time (scenarios/library/watch-storm.toml), is a false expiration: the owner loses its lock and its work for nothing, and sessions churn. The
 //! remedy is a TTL that covers the network's worst round trips (and keepalives sent often enough
 //! within it), at the price of slower failover when a client really dies.
 //!
@@ -100,7 +100,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
                 History::fmt_time(last_sent)
             )
         } else {
-            "only the network's speed stood in the way".to_string()
+            "only delays stood in the way (the network's, or a busy server's)".to_string()
         };
         findings.push(Finding {
             time_ns: expired_ns,
