@@ -371,6 +371,37 @@ pub enum Call {
         expected: Option<String>,
         new: String,
     },
+    /// A call of the user-code API (`coordsim::etcd`, `coordsim::zookeeper`) that no model here
+    /// judges: a range read, a transaction over several keys or with other compares, a put with a
+    /// lease. `api` is `etcd` or `zookeeper`, `method` the client method (`txn`, `get`), `detail`
+    /// the request in one line. `writes` is what it may change: the key-value checkers
+    /// (`linearizable`, `durability`, `watch`) leave those keys out, since their model would not
+    /// see the change. `{"f":"api","api":"etcd","method":"txn","detail":"...","writes":[{"key":"k1"}]}`
+    Api {
+        api: String,
+        method: String,
+        detail: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        writes: Vec<Touched>,
+    },
+}
+
+/// What a call of the user-code API may change in the store, when the key-value model cannot
+/// judge it: one key, or every key under a prefix.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Touched {
+    Key(String),
+    Prefix(String),
+}
+
+impl Touched {
+    pub fn covers(&self, key: &str) -> bool {
+        match self {
+            Touched::Key(k) => k == key,
+            Touched::Prefix(prefix) => key.starts_with(prefix.as_str()),
+        }
+    }
 }
 
 impl Call {
@@ -427,6 +458,13 @@ pub enum Return {
         swapped: bool,
         revision: i64,
     },
+    /// A [`Call::Api`] call's answer in one line, with the store revision it was served at (etcd's
+    /// header revision, ZooKeeper's zxid; 0 when the call has none).
+    /// `{"f":"api","detail":"succeeded","revision":14}`
+    Api {
+        detail: String,
+        revision: i64,
+    },
 }
 
 impl Return {
@@ -437,9 +475,19 @@ impl Return {
             (Call::Put { .. }, Return::Put { .. })
             | (Call::Get { .. }, Return::Got { .. })
             | (Call::Delete { .. }, Return::Deleted { .. })
-            | (Call::Cas { .. }, Return::Cas { .. }) => true,
-            (Call::Put { .. } | Call::Get { .. } | Call::Delete { .. } | Call::Cas { .. }, _) => false,
-            (_, Return::Put { .. } | Return::Got { .. } | Return::Deleted { .. } | Return::Cas { .. }) => false,
+            | (Call::Cas { .. }, Return::Cas { .. })
+            | (Call::Api { .. }, Return::Api { .. }) => true,
+            (Call::Put { .. } | Call::Get { .. } | Call::Delete { .. } | Call::Cas { .. } | Call::Api { .. }, _) => {
+                false
+            }
+            (
+                _,
+                Return::Put { .. }
+                | Return::Got { .. }
+                | Return::Deleted { .. }
+                | Return::Cas { .. }
+                | Return::Api { .. },
+            ) => false,
             _ => true,
         }
     }

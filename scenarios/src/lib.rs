@@ -3,6 +3,7 @@
 pub mod bug_sweep;
 pub mod check;
 pub mod cli;
+pub mod etcd;
 pub mod explain;
 pub mod library;
 pub mod load;
@@ -13,3 +14,5 @@ pub mod report_cmd;
 pub mod shrink;
 pub mod sweep;
 pub mod switches;
+pub mod testbed;
+pub mod time;

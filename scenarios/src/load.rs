@@ -52,6 +52,19 @@ pub fn resolve(arg: &str) -> Result<Loaded, InputError> {
 
 /// Parses and validates scenario `text`; `source` names the file in errors.
 pub fn parse(source: &str, text: &str) -> Result<Scenario, InputError> {
+    parse_with(source, text, Scenario::validate)
+}
+
+/// [`parse`] for a Testbed's scenario, whose clients run the user's code (no `[lock]`, no `[kv]`).
+pub fn parse_for_user_code(source: &str, text: &str) -> Result<Scenario, InputError> {
+    parse_with(source, text, Scenario::validate_for_user_code)
+}
+
+fn parse_with(
+    source: &str,
+    text: &str,
+    validate: fn(&Scenario) -> Result<(), coordsim_sim::scenario::ScenarioError>,
+) -> Result<Scenario, InputError> {
     let scenario: Scenario = toml::from_str(text).map_err(|error| {
         let line = error.span().map_or(1, |span| line_of(text, span.start));
         let message = error.message().trim().replace('\n', " ");
@@ -63,7 +76,7 @@ pub fn parse(source: &str, text: &str) -> Result<Scenario, InputError> {
         };
         InputError::Scenario { file: source.to_string(), line, message: format!("{context}{message}") }
     })?;
-    scenario.validate().map_err(|error| InputError::Scenario {
+    validate(&scenario).map_err(|error| InputError::Scenario {
         file: source.to_string(),
         line: locate(text, &error.field).unwrap_or(1),
         message: format!("field `{}`: {}", error.field, error.message),

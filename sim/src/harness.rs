@@ -7,6 +7,7 @@
 //! fresh thread per seed.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ use crate::netfault;
 use crate::observers::{ObserversPlan, run_observers};
 use crate::raft::Durable;
 use crate::recorder::Recorder;
-use crate::resource::{RESOURCE_PORT, serve_resource};
+use crate::resource::{RESOURCE_PORT, ResourceMode, serve_resource};
 use crate::scenario::Scenario;
 use crate::server::{RaftTiming, SERVER_PORT, ServerSpec, serve};
 use crate::workload::{ClientPlan, run_client};
@@ -33,8 +34,44 @@ pub const OBSERVERS: &str = "observers";
 
 /// Runs `scenario` with `seed`. The scenario must have passed `Scenario::validate`.
 pub fn run(scenario: &Scenario, seed: u64) -> History {
+    run_with(scenario, seed, &ClientCode::Scenario)
+}
+
+/// Runs `scenario` with `seed`, the client nodes running `code`. A scenario for
+/// [`ClientCode::User`] must have passed `Scenario::validate_for_user_code`.
+pub fn run_with(scenario: &Scenario, seed: u64, code: &ClientCode) -> History {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
-    runtime.block_on(simulate(scenario.clone()))
+    runtime.block_on(simulate_with(scenario.clone(), code.clone()))
+}
+
+/// What the client nodes c1..cN run.
+#[derive(Clone)]
+pub enum ClientCode {
+    /// The scenario's own workload (`[lock]` or `[kv]`).
+    Scenario,
+    /// Code from outside the simulator (the Testbed's users): one body per client, in client
+    /// order. A body is called each time its node starts, again after a crash's restart.
+    User(Vec<UserBody>),
+}
+
+/// One client's code: given the node's [`ClientEnv`], the future the node runs. Called inside
+/// the simulation, on the node; the future may spawn tasks of its own (they die with the node).
+pub type UserBody = Arc<dyn Fn(ClientEnv) -> std::pin::Pin<Box<dyn Future<Output = ()>>> + Send + Sync>;
+
+/// What a client node of user code is given: its name and address, the servers, its own clock
+/// (local time: offset, rate and jumps of `[[clock]]` and the clock faults), the run's recorder,
+/// and the protected resource's name and address.
+#[derive(Clone)]
+pub struct ClientEnv {
+    /// `c1`, `c2`, ...
+    pub name: String,
+    /// The client's own address (10.0.1.N, port 7000).
+    pub addr: SocketAddr,
+    /// (server id, address) in id order.
+    pub servers: Vec<(u64, SocketAddr)>,
+    pub clock: Clock,
+    pub recorder: Recorder,
+    pub resource: (String, SocketAddr),
 }
 
 fn server_addr(id: u64) -> SocketAddr {
@@ -56,6 +93,11 @@ fn resource_addr() -> SocketAddr {
 /// The body of one run, inside a madsim runtime (whose seed it records). Public for madsim's
 /// `Runtime::check_determinism`, which runs it twice and compares every random draw.
 pub async fn simulate(scenario: Scenario) -> History {
+    simulate_with(scenario, ClientCode::Scenario).await
+}
+
+/// [`simulate`] with the client nodes running `code`.
+pub async fn simulate_with(scenario: Scenario, code: ClientCode) -> History {
     let handle = Handle::current();
     let seed = handle.seed();
     let epoch = Instant::now();
@@ -100,9 +142,14 @@ pub async fn simulate(scenario: Scenario) -> History {
         });
     }
 
-    if let Some((_, resource)) = scenario.lock_spec() {
+    // User code always has the resource at hand (fenced unless `[resource]` says otherwise).
+    let resource_mode = match (&code, scenario.lock_spec()) {
+        (_, Some((_, resource))) => Some(resource.mode),
+        (ClientCode::User(_), None) => Some(scenario.resource.as_ref().map_or(ResourceMode::Fenced, |r| r.mode)),
+        (ClientCode::Scenario, None) => None,
+    };
+    if let Some(mode) = resource_mode {
         let rec = recorder.clone();
-        let mode = resource.mode;
         recorder.add_node(RESOURCE, NodeRole::Resource);
         let node = handle
             .create_node()
@@ -125,8 +172,28 @@ pub async fn simulate(scenario: Scenario) -> History {
         let (addr, clock, rec) = (client_addr(index + 1), clock_of(&name), recorder.clone());
         recorder.add_node(&name, NodeRole::Client);
         let builder = handle.create_node().name(name.clone()).ip(addr.ip());
-        let node = match (scenario.lock_spec(), &scenario.kv) {
-            (Some((lock, _)), _) => {
+        let node = match (&code, scenario.lock_spec(), &scenario.kv) {
+            (ClientCode::User(bodies), _, _) => {
+                let body = bodies[index].clone();
+                let env = ClientEnv {
+                    name: name.clone(),
+                    addr,
+                    servers: servers.clone(),
+                    clock,
+                    recorder: rec,
+                    resource: (RESOURCE.to_string(), resource_addr()),
+                };
+                builder
+                    .init(move || {
+                        let (body, env) = (body.clone(), env.clone());
+                        async move {
+                            madsim::time::sleep_until(start).await;
+                            body(env).await;
+                        }
+                    })
+                    .build()
+            }
+            (ClientCode::Scenario, Some((lock, _)), _) => {
                 let plan = ClientPlan {
                     name: name.clone(),
                     addr,
@@ -150,7 +217,7 @@ pub async fn simulate(scenario: Scenario) -> History {
                 };
                 builder.init(move || run_client(plan.clone(), clock.clone(), rec.clone())).build()
             }
-            (None, Some(kv)) => {
+            (ClientCode::Scenario, None, Some(kv)) => {
                 let role = if index >= count - kv.watchers {
                     KvRole::Watcher
                 } else if index >= count - kv.watchers - kv.readers {
@@ -164,7 +231,7 @@ pub async fn simulate(scenario: Scenario) -> History {
                     KvPlan { name: name.clone(), index, addr, servers: servers.clone(), start, spec: kv.clone(), role };
                 builder.init(move || run_kv_client(plan.clone(), clock.clone(), rec.clone())).build()
             }
-            (None, None) => unreachable!("a validated scenario has a workload"),
+            (ClientCode::Scenario, None, None) => unreachable!("a validated scenario has a workload"),
         };
         topology.clients.push(Member { name, id: node.id(), ip: addr.ip(), durable: None });
     }

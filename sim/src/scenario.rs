@@ -646,6 +646,16 @@ impl Scenario {
     /// Checks what the types cannot: ranges, names, limits, and every fault of `[[nemesis]]`
     /// and `[chaos]` (see `crate::nemesis::plan`).
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.validate_for(Workload::Builtin)
+    }
+
+    /// [`Scenario::validate`] for a run whose clients are the user's code (the Testbed): no
+    /// `[lock]` or `[kv]` (the code is the workload), `[resource]` optional (fenced by default).
+    pub fn validate_for_user_code(&self) -> Result<(), ScenarioError> {
+        self.validate_for(Workload::UserCode)
+    }
+
+    fn validate_for(&self, workload: Workload) -> Result<(), ScenarioError> {
         let name_ok = !self.name.is_empty() && self.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_".contains(c));
         check(name_ok, "name", || {
             format!("{:?} must be non-empty and use only letters, digits, '-' and '_'", self.name)
@@ -659,16 +669,15 @@ impl Scenario {
         check((1..=CLIENTS_MAX).contains(&self.clients.count), "clients.count", || {
             format!("{} must be between 1 and {CLIENTS_MAX}", self.clients.count)
         })?;
-        match (&self.lock, &self.resource, &self.kv) {
-            (Some(lock), Some(_), None) => self.validate_lock(lock)?,
-            (Some(_), None, None) => return Err(missing("resource", "the lock workload writes to a [resource]")),
-            (None, _, Some(kv)) => self.validate_kv(kv)?,
-            (Some(_), _, Some(_)) => {
-                return Err(missing("kv", "a scenario has one workload: [lock] or [kv], not both"));
+        match (workload, &self.lock, &self.kv) {
+            (Workload::UserCode, Some(_), _) => {
+                return Err(missing("lock", "the clients run your code: a Testbed scenario has no [lock] workload"));
             }
-            (None, _, None) => {
-                return Err(missing("lock", "a scenario needs a workload: [lock] (with [resource]) or [kv]"));
+            (Workload::UserCode, None, Some(_)) => {
+                return Err(missing("kv", "the clients run your code: a Testbed scenario has no [kv] workload"));
             }
+            (Workload::UserCode, None, None) => {}
+            (Workload::Builtin, _, _) => self.validate_workload()?,
         }
         if let Some(cost) = self.cluster.watch_event_cost {
             check(cost.0 <= WATCH_EVENT_COST_MAX, "cluster.watch_event_cost", || {
@@ -710,6 +719,17 @@ impl Scenario {
             })?;
         }
         crate::nemesis::plan::validate(self)
+    }
+
+    /// The built-in workload: `[lock]` with `[resource]`, or `[kv]`.
+    fn validate_workload(&self) -> Result<(), ScenarioError> {
+        match (&self.lock, &self.resource, &self.kv) {
+            (Some(lock), Some(_), None) => self.validate_lock(lock),
+            (Some(_), None, None) => Err(missing("resource", "the lock workload writes to a [resource]")),
+            (None, _, Some(kv)) => self.validate_kv(kv),
+            (Some(_), _, Some(_)) => Err(missing("kv", "a scenario has one workload: [lock] or [kv], not both")),
+            (None, _, None) => Err(missing("lock", "a scenario needs a workload: [lock] (with [resource]) or [kv]")),
+        }
     }
 
     fn validate_lock(&self, lock: &LockSpec) -> Result<(), ScenarioError> {
@@ -813,6 +833,13 @@ impl Scenario {
     pub fn node_names_hint(&self) -> String {
         format!("servers are s1..s{}, clients c1..c{}", self.cluster.servers, self.clients.count)
     }
+}
+
+/// Who runs on the client nodes, for validation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    Builtin,
+    UserCode,
 }
 
 fn missing(field: &str, message: &str) -> ScenarioError {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::history::{Call, Event, History, OpId, Return};
+use crate::history::{Call, Event, History, OpId, Return, Touched};
 
 /// How a key-value operation ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,8 +97,36 @@ impl KvOperation {
     }
 }
 
-/// Every key-value operation of the history, in the order of their invocations.
+/// What changes keys behind the key-value model's back: what user-code API calls may write
+/// ([`Call::Api`]'s `writes`), and every key under a lock or election name (`name/`: the
+/// recipes' and the Lock and Election services' keys, which lease expiries also delete).
+fn unmodelled_writes(history: &History) -> Vec<Touched> {
+    let mut touched = std::collections::BTreeSet::new();
+    for entry in &history.entries {
+        match &entry.event {
+            Event::Invoke { call: Call::Api { writes, .. }, .. } => touched.extend(writes.iter().cloned()),
+            Event::Invoke { call: Call::Lock { name, .. }, .. } => {
+                touched.insert(Touched::Prefix(format!("{name}/")));
+            }
+            _ => {}
+        }
+    }
+    touched.into_iter().collect()
+}
+
+/// Every key-value operation of the history, in the order of their invocations: the judged ones.
+/// Operations on a key that something else may also change (see [`unmodelled_writes`]) are left
+/// out, whole key at a time: per-key linearizability stays sound on the keys that remain.
 pub fn kv_operations(history: &History) -> Vec<KvOperation> {
+    let unmodelled = unmodelled_writes(history);
+    let mut operations = all_kv_operations(history);
+    if !unmodelled.is_empty() {
+        operations.retain(|op| !unmodelled.iter().any(|t| t.covers(op.key())));
+    }
+    operations
+}
+
+fn all_kv_operations(history: &History) -> Vec<KvOperation> {
     let mut out: Vec<KvOperation> = Vec::new();
     let mut index_of: BTreeMap<OpId, usize> = BTreeMap::new();
     for (index, entry) in history.entries.iter().enumerate() {

@@ -1,0 +1,121 @@
+//! What a Testbed client's code is handed: its name, the cluster's endpoints, an etcd client,
+//! the protected resource, its local clock, and calls that record what the code believes.
+
+use std::time::Duration;
+
+use coordsim_checker::history::{Call, Event, Phase, Return};
+use coordsim_sim::harness::ClientEnv;
+use coordsim_sim::netfault;
+use coordsim_sim::rpc::{ResourceReply, ResourceWrite};
+use madsim::net::Endpoint;
+
+use crate::etcd;
+
+/// How long a write to the resource may take before its outcome is unknown (as the built-in
+/// workload's).
+const RESOURCE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// One client node's handle on the run. Cheap to clone; valid only inside its node.
+#[derive(Clone)]
+pub struct Ctx {
+    env: ClientEnv,
+}
+
+/// How a write to the protected resource ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// The resource took the write.
+    Accepted,
+    /// A fenced resource refused it: `highest`, a higher token, was accepted before.
+    Rejected { highest: i64 },
+    /// No answer in time: the write may or may not have landed.
+    Unknown,
+}
+
+impl Ctx {
+    pub(crate) fn new(env: ClientEnv) -> Ctx {
+        etcd::register_node(&env);
+        Ctx { env }
+    }
+
+    /// This client's node name: `c1`, `c2`, ...
+    pub fn name(&self) -> &str {
+        &self.env.name
+    }
+
+    /// The client's index, 0 for c1.
+    pub fn index(&self) -> usize {
+        self.env.name.trim_start_matches('c').parse::<usize>().map_or(0, |n| n.saturating_sub(1))
+    }
+
+    /// The servers as etcd endpoints (`10.0.0.1:2379`, ...), for `etcd::Client::connect`.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.env.servers.iter().map(|(_, addr)| format!("{}:2379", addr.ip())).collect()
+    }
+
+    /// An etcd client connected from this node, with etcd-client's default options.
+    pub async fn etcd(&self) -> etcd::Result<etcd::Client> {
+        etcd::Client::connect(self.endpoints(), None).await
+    }
+
+    /// Writes `value` to the protected resource with fencing token `token` (recorded as a `write`
+    /// operation and judged by `mutual_exclusion` and `fencing`). Use the token the service gave:
+    /// the lock key's or leader key's create revision.
+    pub async fn write_resource(&self, token: i64, value: impl Into<String>) -> WriteOutcome {
+        let value = value.into();
+        let (resource, addr) = &self.env.resource;
+        let recorder = &self.env.recorder;
+        let op =
+            recorder.invoke(&self.env.name, Call::Write { resource: resource.clone(), token, value: value.clone() });
+        let local = std::net::SocketAddr::new(self.env.addr.ip(), 0);
+        let endpoint = match Endpoint::bind(local).await {
+            Ok(endpoint) => endpoint,
+            Err(error) => {
+                recorder.info(&self.env.name, op, error.to_string());
+                return WriteOutcome::Unknown;
+            }
+        };
+        let request = ResourceWrite { client: self.env.name.clone(), token, value };
+        match netfault::call(&endpoint, *addr, request, RESOURCE_TIMEOUT).await {
+            Ok(ResourceReply::Accepted) => {
+                recorder.ok(&self.env.name, op, Return::Written);
+                WriteOutcome::Accepted
+            }
+            Ok(ResourceReply::Rejected { highest }) => {
+                recorder.fail(&self.env.name, op, format!("rejected: token {token} is below {highest}"));
+                WriteOutcome::Rejected { highest }
+            }
+            Err(error) => {
+                recorder.info(&self.env.name, op, error.to_string());
+                WriteOutcome::Unknown
+            }
+        }
+    }
+
+    /// Records that this client now believes it holds `lock` (or leads the election `lock`) with
+    /// fencing token `token`: `single_holder` judges these beliefs in true time.
+    pub fn believe_held(&self, lock: &str, token: i64) {
+        self.record_belief(lock, token, Phase::Start, None);
+    }
+
+    /// Records that the belief in `lock` with `token` ended, and why ("resigned", "lease lost").
+    pub fn believe_released(&self, lock: &str, token: i64, reason: &str) {
+        self.record_belief(lock, token, Phase::End, Some(reason.to_string()));
+    }
+
+    fn record_belief(&self, lock: &str, token: i64, phase: Phase, reason: Option<String>) {
+        let event = Event::Belief { lock: lock.to_string(), token, phase, reason };
+        self.env.recorder.record(&self.env.name, event);
+    }
+
+    /// Sleeps `duration` of this node's local time (its clock's rate and jumps apply).
+    pub async fn sleep(&self, duration: Duration) {
+        self.env.clock.sleep(duration).await;
+    }
+
+    /// This node's local time since the run began (ns by its clock, signed: an offset clock may
+    /// read before 0).
+    pub fn local_now_ns(&self) -> i64 {
+        self.env.clock.now().0
+    }
+}

@@ -1,0 +1,493 @@
+//! The Testbed: your own coordination code under the simulator, from `cargo test`.
+//!
+//! A Testbed is a scenario (servers, faults, clocks, bug switches, expected verdicts) whose
+//! clients run your async code instead of a built-in recipe. Each client gets a [`Ctx`]: an etcd
+//! client with etcd-client's API ([`crate::etcd`]), the protected resource, its local clock, and
+//! calls to record what your code believes ("I hold X with token T"). Every call is recorded in
+//! the run's history, and the 14 built-in properties plus your own [`Checker`]s judge it.
+//!
+//! ```no_run
+//! use coordsim::testbed::{Fault, Testbed};
+//! use std::time::Duration;
+//! Testbed::new("my-election")
+//!     .servers(3)
+//!     .duration(Duration::from_secs(30))
+//!     .fault(Fault::pause("c1").at(Duration::from_secs(5)).lasting(Duration::from_secs(8)))
+//!     .clients(3, |ctx| async move {
+//!         let mut etcd = ctx.etcd().await.unwrap();
+//!         // ... your election loop, calling ctx.believe_held / ctx.write_resource ...
+//!     })
+//!     .check(1..=50); // panics with the property, the finding, the seed, the report, the replay
+//! ```
+//!
+//! Determinism: each seed runs in a fresh madsim runtime on a fresh thread; your code's time,
+//! randomness (use `madsim::rand`) and task order come from the seed. Same seed, same history
+//! bytes. Code that reads the OS clock, starts threads or uses real tokio breaks that (and real
+//! tokio's timers panic inside the simulation): use [`crate::time`] and `madsim::task::spawn`.
+
+mod checker;
+mod ctx;
+mod fault;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use coordsim_checker::history::History;
+use coordsim_checker::properties::Property;
+use coordsim_checker::verdict::Verdict;
+use coordsim_reports::{Outcome, RunSummary, SUMMARY_SCHEMA};
+use coordsim_sim::harness::{self, ClientCode, ClientEnv, UserBody};
+use coordsim_sim::resource::ResourceMode;
+use coordsim_sim::scenario::{
+    Bugs, Chaos, Clients, ClockSpec, Cluster, Dur, Expectation, Scenario, ScheduledFault, SignedDur,
+};
+
+pub use checker::Checker;
+pub use ctx::{Ctx, WriteOutcome};
+pub use fault::Fault;
+
+use crate::load::{self, InputError};
+
+/// The environment variable that runs one seed only: `COORDSIM_SEED=17 cargo test my_test`.
+pub const SEED_VAR: &str = "COORDSIM_SEED";
+
+/// A run of user code under the simulator; see the module docs.
+#[derive(Clone)]
+pub struct Testbed {
+    scenario: Scenario,
+    bodies: Vec<UserBody>,
+    checkers: Vec<(Arc<dyn Checker>, Expectation)>,
+    out: Option<PathBuf>,
+}
+
+/// One seed's result.
+#[derive(Debug)]
+pub struct Run {
+    pub history: History,
+    /// Every verdict (the built-in properties, then the Testbed's checkers) with its expectation.
+    pub summary: RunSummary,
+}
+
+impl Run {
+    /// The verdict of `property` (a built-in id or a checker's id).
+    pub fn verdict(&self, property: &str) -> Option<Verdict> {
+        self.summary.verdict(property)
+    }
+
+    pub fn as_expected(&self) -> bool {
+        self.summary.as_expected
+    }
+
+    /// The first verdict that is not as expected, with its first finding, in one paragraph.
+    pub fn failure(&self) -> Option<String> {
+        let outcome = self.summary.outcomes.iter().find(|o| !o.as_expected)?;
+        let finding = outcome.report.findings.first().map_or_else(
+            || outcome.report.summary.clone(),
+            |f| format!("at {}: {}", History::fmt_time(f.time_ns), f.message),
+        );
+        Some(format!(
+            "{} is {} (expected {}): {}",
+            outcome.report.property, outcome.report.verdict, outcome.expected, finding
+        ))
+    }
+}
+
+/// What [`Testbed::run_seeds`] found over a seed range.
+#[derive(Debug)]
+pub struct Sweep {
+    /// Per seed, in seed order: the run, or the panic message of a run that crashed.
+    pub runs: Vec<(u64, Result<Run, String>)>,
+}
+
+impl Sweep {
+    /// Seeds whose verdicts were all as expected.
+    pub fn as_expected(&self) -> usize {
+        self.runs.iter().filter(|(_, r)| r.as_ref().is_ok_and(Run::as_expected)).count()
+    }
+
+    /// Seeds on which `property` had `verdict`.
+    pub fn count(&self, property: &str, verdict: Verdict) -> usize {
+        self.runs.iter().filter(|(_, r)| r.as_ref().is_ok_and(|run| run.verdict(property) == Some(verdict))).count()
+    }
+
+    /// The first seed not as expected.
+    pub fn first_unexpected(&self) -> Option<(u64, &Result<Run, String>)> {
+        self.runs.iter().find(|(_, r)| !r.as_ref().is_ok_and(Run::as_expected)).map(|(s, r)| (*s, r))
+    }
+}
+
+impl Testbed {
+    /// Three servers, 30 s of simulated time, a fenced resource, no faults, no clients yet.
+    pub fn new(name: &str) -> Testbed {
+        let scenario = Scenario {
+            name: name.to_string(),
+            summary: String::new(),
+            description: String::new(),
+            duration: Dur(Duration::from_secs(30)),
+            cluster: Cluster { servers: 3, fsync: true, watch_event_cost: None },
+            lock: None,
+            resource: None,
+            kv: None,
+            clients: Clients {
+                count: 1,
+                start: Dur::zero(),
+                stagger: Dur::zero(),
+                hold: Dur(Duration::from_secs(1)),
+                writes_per_hold: 1,
+                think: Dur::zero(),
+            },
+            observers: None,
+            clock: Vec::new(),
+            nemesis: Vec::new(),
+            chaos: None,
+            bugs: Bugs::default(),
+            expect: Default::default(),
+        };
+        Testbed { scenario, bodies: Vec::new(), checkers: Vec::new(), out: None }
+    }
+
+    /// A Testbed from a scenario file (TOML, the format of `coordsim run`, without `[lock]` or
+    /// `[kv]`: the clients are your code; `clients.count` is ignored, `clients.start` and
+    /// `stagger` apply). Errors name the file, the line and the field.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Testbed, InputError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
+        Testbed::from_toml(&path.display().to_string(), &text)
+    }
+
+    /// [`Testbed::from_file`] for scenario text; `source` names it in errors.
+    pub fn from_toml(source: &str, text: &str) -> Result<Testbed, InputError> {
+        let scenario = load::parse_for_user_code(source, text)?;
+        Ok(Testbed { scenario, bodies: Vec::new(), checkers: Vec::new(), out: None })
+    }
+
+    pub fn servers(mut self, servers: usize) -> Self {
+        self.scenario.cluster.servers = servers;
+        self
+    }
+
+    /// Simulated (true) time each seed runs.
+    pub fn duration(mut self, duration: Duration) -> Self {
+        self.scenario.duration = Dur(duration);
+        self
+    }
+
+    /// Servers acknowledge writes before syncing them (a crash loses what was not synced).
+    pub fn without_fsync(mut self) -> Self {
+        self.scenario.cluster.fsync = false;
+        self
+    }
+
+    /// c1 starts at `start`, each next client `stagger` later (true time).
+    pub fn client_start(mut self, start: Duration, stagger: Duration) -> Self {
+        self.scenario.clients.start = Dur(start);
+        self.scenario.clients.stagger = Dur(stagger);
+        self
+    }
+
+    /// A fault at a fixed time (see [`Fault`]).
+    pub fn fault(mut self, fault: Fault) -> Self {
+        self.scenario.nemesis.push(fault.into_spec());
+        self
+    }
+
+    /// A fault as the scenario format writes it, for kinds [`Fault`] has no shorthand for.
+    pub fn scheduled_fault(mut self, fault: ScheduledFault) -> Self {
+        self.scenario.nemesis.push(fault);
+        self
+    }
+
+    /// A random fault mix each seed draws from (the scenario format's `[chaos]`).
+    pub fn chaos(mut self, chaos: Chaos) -> Self {
+        self.scenario.chaos = Some(chaos);
+        self
+    }
+
+    /// `node`'s clock at the start: `offset_ms` ahead (negative: behind) and `rate` local
+    /// seconds per true second (0.1..=10).
+    pub fn clock(mut self, node: &str, offset_ms: i64, rate: f64) -> Self {
+        let offset = SignedDur { ns: offset_ms * 1_000_000 };
+        self.scenario.clock.push(ClockSpec { node: node.to_string(), offset, rate });
+        self
+    }
+
+    /// The simulated servers' bug switches.
+    pub fn bugs(mut self, bugs: Bugs) -> Self {
+        self.scenario.bugs = bugs;
+        self
+    }
+
+    /// Whether the resource rejects writes with a token below one it accepted (default fenced).
+    pub fn resource(mut self, mode: ResourceMode) -> Self {
+        self.scenario.resource = Some(coordsim_sim::scenario::ResourceSpec { mode });
+        self
+    }
+
+    /// Adds one client (c1, c2, ... in the order added) running `body`. `body` is called each
+    /// time the node starts: once, and again after each crash's restart.
+    pub fn client<F, Fut>(mut self, body: F) -> Self
+    where
+        F: Fn(Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let body = Arc::new(body);
+        self.bodies.push(Arc::new(move |env: ClientEnv| {
+            let ctx = Ctx::new(env);
+            Box::pin(body(ctx)) as std::pin::Pin<Box<dyn Future<Output = ()>>>
+        }));
+        self
+    }
+
+    /// Adds `count` clients running the same `body` (each sees its own [`Ctx::name`]).
+    pub fn clients<F, Fut>(mut self, count: usize, body: F) -> Self
+    where
+        F: Fn(Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let body = Arc::new(body);
+        for _ in 0..count {
+            let body = body.clone();
+            self = self.client(move |ctx| body(ctx));
+        }
+        self
+    }
+
+    /// Expects `property` to have `expectation` (unlisted properties are expected to pass).
+    pub fn expect(mut self, property: Property, expectation: Expectation) -> Self {
+        self.scenario.expect.insert(property, expectation);
+        self
+    }
+
+    /// Judges every seed with `checker` too, expected to pass.
+    pub fn checker(self, checker: impl Checker + 'static) -> Self {
+        self.checker_expecting(checker, Expectation::Pass)
+    }
+
+    /// Judges every seed with `checker`, expecting `expectation`.
+    pub fn checker_expecting(mut self, checker: impl Checker + 'static, expectation: Expectation) -> Self {
+        self.checkers.push((Arc::new(checker), expectation));
+        self
+    }
+
+    /// Where failing seeds' reports go (default: `<target dir>/coordsim/<name>/`).
+    pub fn out_dir(mut self, out: impl Into<PathBuf>) -> Self {
+        self.out = Some(out.into());
+        self
+    }
+
+    /// The scenario this Testbed runs (for `coordsim run` of the same faults, or to print).
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// Checks the Testbed: at least one client, and the scenario's rules (`field: message`).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.bodies.is_empty() {
+            return Err("the Testbed has no clients: add them with .client(..) or .clients(n, ..)".into());
+        }
+        let scenario = self.effective();
+        scenario.validate_for_user_code().map_err(|e| format!("field `{}`: {}", e.field, e.message))?;
+        let mut ids: Vec<&str> = Property::ALL.iter().map(|p| p.id()).collect();
+        for (checker, _) in &self.checkers {
+            if ids.contains(&checker.id()) {
+                return Err(format!(
+                    "checker id {:?} is taken (by a built-in property or another checker)",
+                    checker.id()
+                ));
+            }
+            ids.push(checker.id());
+        }
+        Ok(())
+    }
+
+    fn effective(&self) -> Scenario {
+        let mut scenario = self.scenario.clone();
+        scenario.clients.count = self.bodies.len();
+        scenario
+    }
+
+    /// Runs one seed and judges it. Errors: an invalid Testbed, or a run that panicked (your
+    /// code, or an invariant of the simulated service), with the panic's message.
+    pub fn try_run_seed(&self, seed: u64) -> Result<Run, String> {
+        self.validate()?;
+        self.run_validated(seed)
+    }
+
+    fn run_validated(&self, seed: u64) -> Result<Run, String> {
+        let scenario = self.effective();
+        let code = ClientCode::User(self.bodies.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("{}-seed-{seed}", scenario.name))
+            .spawn(move || {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| harness::run_with(&scenario, seed, &code)))
+            })
+            .map_err(|e| format!("could not start a thread: {e}"))?;
+        let history = match thread.join() {
+            Ok(Ok(history)) => history,
+            Ok(Err(panic)) | Err(panic) => {
+                return Err(format!("seed {seed} of {} panicked: {}", self.scenario.name, panic_message(&panic)));
+            }
+        };
+        let summary = self.evaluate(&history);
+        Ok(Run { history, summary })
+    }
+
+    /// Runs one seed; panics if the Testbed is invalid or the run panicked.
+    pub fn run_seed(&self, seed: u64) -> Run {
+        self.try_run_seed(seed).unwrap_or_else(|e| panic!("coordsim: {e}"))
+    }
+
+    /// Runs `seeds` (each on a fresh thread, as many at once as the machine has cores), or only
+    /// the seed in `COORDSIM_SEED` when it is set.
+    pub fn run_seeds(&self, seeds: impl IntoIterator<Item = u64>) -> Sweep {
+        if let Err(e) = self.validate() {
+            panic!("coordsim: {e}");
+        }
+        let seeds: Vec<u64> = match seed_from_env() {
+            Some(seed) => vec![seed],
+            None => seeds.into_iter().collect(),
+        };
+        let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()).min(seeds.len().max(1));
+        let next = AtomicUsize::new(0);
+        let results: std::sync::Mutex<Vec<(u64, Result<Run, String>)>> = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(|| {
+                    loop {
+                        let index = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(&seed) = seeds.get(index) else { break };
+                        let result = self.run_validated(seed);
+                        results.lock().expect("results lock").push((seed, result));
+                    }
+                });
+            }
+        });
+        let mut runs = results.into_inner().expect("results lock");
+        runs.sort_by_key(|(seed, _)| seeds.iter().position(|s| s == seed));
+        Sweep { runs }
+    }
+
+    /// Runs `seeds` and panics at the first seed whose verdicts are not as expected, with the
+    /// property, its first finding, the seed, the report.html written for it, and how to replay
+    /// that seed alone. Returns the sweep when every seed is as expected.
+    pub fn check(&self, seeds: impl IntoIterator<Item = u64>) -> Sweep {
+        let sweep = self.run_seeds(seeds);
+        if let Some((seed, result)) = sweep.first_unexpected() {
+            let message = match result {
+                Ok(run) => {
+                    let report = self.write_report(run);
+                    format!(
+                        "coordsim: {} seed {seed}: {}\n  report: {}\n  replay: {SEED_VAR}={seed} cargo test {}\n  ({} of {} seeds as expected)",
+                        self.scenario.name,
+                        run.failure().unwrap_or_default(),
+                        report.map_or_else(|e| format!("(not written: {e})"), |p| p.display().to_string()),
+                        test_filter(),
+                        sweep.as_expected(),
+                        sweep.runs.len()
+                    )
+                }
+                Err(message) => {
+                    format!("coordsim: {message}\n  replay: {SEED_VAR}={seed} cargo test {}", test_filter())
+                }
+            };
+            panic!("{message}");
+        }
+        sweep
+    }
+
+    /// Writes `history.json`, `summary.json` and `report.html` of `run` under the out folder;
+    /// returns the report's path.
+    pub fn write_report(&self, run: &Run) -> std::io::Result<PathBuf> {
+        let dir = self.out_root().join(&self.scenario.name).join(format!("seed-{}", run.history.seed));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("history.json"), run.history.to_json())?;
+        let summary = serde_json::to_string_pretty(&run.summary).map_err(std::io::Error::other)?;
+        std::fs::write(dir.join("summary.json"), summary + "\n")?;
+        let mut input = coordsim_reports::RunInput::new(&run.history);
+        input.summary = Some(&run.summary);
+        input.scenario_summary = &self.scenario.summary;
+        input.description = &self.scenario.description;
+        let path = dir.join("report.html");
+        std::fs::write(&path, coordsim_reports::run_report_html(&input))?;
+        Ok(path)
+    }
+
+    fn out_root(&self) -> PathBuf {
+        if let Some(out) = &self.out {
+            return out.clone();
+        }
+        target_dir().join("coordsim")
+    }
+
+    /// Every verdict of `history` against the expectations.
+    pub fn evaluate(&self, history: &History) -> RunSummary {
+        let mut outcomes: Vec<Outcome> = Property::ALL
+            .iter()
+            .map(|&property| {
+                let report = property.check(history);
+                let expected = self.scenario.expectation(property);
+                Outcome { as_expected: expected.matches(report.verdict), expected: expected.to_string(), report }
+            })
+            .collect();
+        for (checker, expected) in &self.checkers {
+            let mut report = checker.check(history);
+            report.property = checker.id().to_string();
+            outcomes.push(Outcome {
+                as_expected: expected.matches(report.verdict),
+                expected: expected.to_string(),
+                report,
+            });
+        }
+        RunSummary {
+            schema: SUMMARY_SCHEMA.to_string(),
+            scenario: self.scenario.name.clone(),
+            seed: history.seed,
+            duration_ns: history.duration_ns,
+            entries: history.entries.len(),
+            as_expected: outcomes.iter().all(|o| o.as_expected),
+            outcomes,
+            replay: format!("{SEED_VAR}={} cargo test {}", history.seed, test_filter()),
+        }
+    }
+}
+
+fn seed_from_env() -> Option<u64> {
+    let text = std::env::var(SEED_VAR).ok()?;
+    match text.trim().parse() {
+        Ok(seed) => Some(seed),
+        Err(_) => panic!("coordsim: {SEED_VAR}={text:?} is not a seed (a whole number)"),
+    }
+}
+
+/// The running test's name, as a filter that runs it alone (libtest names each test's thread
+/// after it).
+fn test_filter() -> String {
+    match std::thread::current().name() {
+        Some(name) if name != "main" => format!("{name} -- --exact"),
+        _ => String::new(),
+    }
+}
+
+/// The cargo target folder: `CARGO_TARGET_DIR`, else the `target` folder above the test binary
+/// (`target/debug/deps/<test>`), else the system's temporary folder.
+fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.ancestors().find(|a| a.file_name().is_some_and(|n| n == "target")).map(Path::to_path_buf))
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".into())
+}
