@@ -16,7 +16,7 @@ use futures::channel::mpsc;
 
 use super::error::{Code, Error, LEASE_NOT_FOUND, NO_LEADER, NOT_LEADER, Result, from_unavailable, status};
 use super::kv::{KeyValue, ResponseHeader};
-use super::lock::BLOCKING_ATTEMPT;
+use super::lock::blocking;
 use super::{Conn, text};
 
 /// What identifies one leadership: the election's name, the leader's key, its create revision
@@ -218,31 +218,17 @@ impl ElectionClient {
         let value = text(value.into(), "value")?;
         let op = self.conn.invoke(Call::Lock { name: name.clone(), lease, permits: 1 });
         let request = ClientRequest::Election(ElectionRequest::Campaign { name, lease, value });
-        let deadline = self.conn.env().clock.now().plus(self.conn.patience());
-        loop {
-            let left = self.conn.env().clock.now().until(deadline);
-            if left.is_zero() {
-                let error = coordsim_sim::client::Unavailable {
-                    budget_ms: self.conn.patience().as_millis() as u64,
-                    attempts: 1,
-                    last: "not elected in time".into(),
-                };
-                self.conn.info(op, &error.to_string());
-                return Err(from_unavailable(&error));
+        let done = |reply: &ClientReply| {
+            matches!(reply, ClientReply::Election(ElectionReply::Elected(_) | ElectionReply::Failed { .. }))
+        };
+        match blocking(&self.conn, op, request, done).await? {
+            ClientReply::Election(ElectionReply::Elected(leader)) => {
+                self.conn.ok(op, Return::Locked { key: leader.key.clone(), token: leader.rev });
+                Ok(CampaignResponse { header: ResponseHeader::new(leader.rev), leader: LeaderKey::from_rpc(leader) })
             }
-            match self.conn.client().call_with(request.clone(), BLOCKING_ATTEMPT.min(left), left).await {
-                Ok(ClientReply::Election(ElectionReply::Elected(leader))) => {
-                    self.conn.ok(op, Return::Locked { key: leader.key.clone(), token: leader.rev });
-                    return Ok(CampaignResponse {
-                        header: ResponseHeader::new(leader.rev),
-                        leader: LeaderKey::from_rpc(leader),
-                    });
-                }
-                Ok(ClientReply::Election(ElectionReply::Failed { reason })) => {
-                    self.conn.fail(op, &reason);
-                    return Err(status(Code::NotFound, LEASE_NOT_FOUND));
-                }
-                Ok(_) | Err(_) => {}
+            other => {
+                self.conn.fail(op, &format!("{other:?}"));
+                Err(status(Code::NotFound, LEASE_NOT_FOUND))
             }
         }
     }

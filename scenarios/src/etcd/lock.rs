@@ -18,6 +18,36 @@ use super::{Conn, text};
 /// one lease, the server's recipe finds the key it made before.
 pub(crate) const BLOCKING_ATTEMPT: Duration = Duration::from_secs(30);
 
+/// Sends `request`, which blocks on the server, again after each unanswered attempt until a
+/// reply that `done` accepts comes or the connection's patience runs out (then `op` is recorded
+/// as unknown: the server may still act on the request).
+pub(crate) async fn blocking(
+    conn: &Conn,
+    op: coordsim_checker::history::OpId,
+    request: ClientRequest,
+    done: impl Fn(&ClientReply) -> bool,
+) -> Result<ClientReply> {
+    let deadline = conn.env().clock.now().plus(conn.patience());
+    loop {
+        let left = conn.env().clock.now().until(deadline);
+        if left.is_zero() {
+            let error = coordsim_sim::client::Unavailable {
+                budget_ms: conn.patience().as_millis() as u64,
+                attempts: 1,
+                last: "no answer in time".into(),
+            };
+            conn.info(op, &error.to_string());
+            return Err(from_unavailable(&error));
+        }
+        // A timed-out attempt or a lost leadership: ask again.
+        if let Ok(reply) = conn.client().call_with(request.clone(), BLOCKING_ATTEMPT.min(left), left).await
+            && done(&reply)
+        {
+            return Ok(reply);
+        }
+    }
+}
+
 /// Options of `lock`: the lease the lock is held under (required here).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LockOptions {
@@ -85,29 +115,18 @@ impl LockClient {
         }
         let op = self.conn.invoke(Call::Lock { name: name.clone(), lease, permits: 1 });
         let request = ClientRequest::Lock { name, lease };
-        let deadline = self.conn.env().clock.now().plus(self.conn.patience());
-        loop {
-            let left = self.conn.env().clock.now().until(deadline);
-            if left.is_zero() {
-                let error = coordsim_sim::client::Unavailable {
-                    budget_ms: self.conn.patience().as_millis() as u64,
-                    attempts: 1,
-                    last: "the lock was not granted in time".into(),
-                };
-                self.conn.info(op, &error.to_string());
-                return Err(from_unavailable(&error));
+        match blocking(&self.conn, op, request, |reply| {
+            matches!(reply, ClientReply::Locked { .. } | ClientReply::LockFailed { .. })
+        })
+        .await?
+        {
+            ClientReply::Locked { key, revision } => {
+                self.conn.ok(op, Return::Locked { key: key.clone(), token: revision });
+                Ok(LockResponse { header: ResponseHeader::new(revision), key: key.into_bytes() })
             }
-            match self.conn.client().call_with(request.clone(), BLOCKING_ATTEMPT.min(left), left).await {
-                Ok(ClientReply::Locked { key, revision }) => {
-                    self.conn.ok(op, Return::Locked { key: key.clone(), token: revision });
-                    return Ok(LockResponse { header: ResponseHeader::new(revision), key: key.into_bytes() });
-                }
-                Ok(ClientReply::LockFailed { reason }) => {
-                    self.conn.fail(op, &reason);
-                    return Err(status(Code::NotFound, LEASE_NOT_FOUND));
-                }
-                // A timed-out attempt or a lost leadership: ask again.
-                Ok(_) | Err(_) => {}
+            other => {
+                self.conn.fail(op, &format!("{other:?}"));
+                Err(status(Code::NotFound, LEASE_NOT_FOUND))
             }
         }
     }
