@@ -16,3 +16,4 @@ pub mod sweep;
 pub mod switches;
 pub mod testbed;
 pub mod time;
+pub mod zookeeper;

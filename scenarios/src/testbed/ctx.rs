@@ -53,6 +53,18 @@ impl Ctx {
         self.env.servers.iter().map(|(_, addr)| format!("{}:2379", addr.ip())).collect()
     }
 
+    /// The servers as a ZooKeeper connect string (`10.0.0.1:2181,10.0.0.2:2181,...`).
+    pub fn zookeeper_cluster(&self) -> String {
+        let hosts: Vec<String> = self.env.servers.iter().map(|(_, addr)| format!("{}:2181", addr.ip())).collect();
+        hosts.join(",")
+    }
+
+    /// A ZooKeeper session from this node with `session_timeout`.
+    pub async fn zookeeper(&self, session_timeout: Duration) -> crate::zookeeper::Result<crate::zookeeper::Client> {
+        let cluster = self.zookeeper_cluster();
+        crate::zookeeper::Client::connector().with_session_timeout(session_timeout).connect(&cluster).await
+    }
+
     /// An etcd client connected from this node, with etcd-client's default options.
     pub async fn etcd(&self) -> etcd::Result<etcd::Client> {
         etcd::Client::connect(self.endpoints(), None).await

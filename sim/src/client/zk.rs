@@ -104,11 +104,20 @@ impl ZkClient {
     /// [`ZkClient::multi`] with the zxid of the reply: the write's own zxid, or for a rejected
     /// write the answering server's zxid at the time.
     pub async fn multi_at(&self, ops: Vec<ZkOp>) -> Result<(Revision, Result<Vec<ZkOpResult>, ZkError>), ZkCallError> {
+        let (zxid, result) = self.multi_indexed(ops).await?;
+        Ok((zxid, result.map_err(|error| error.error)))
+    }
+
+    /// [`ZkClient::multi_at`] that says which op failed.
+    pub async fn multi_indexed(
+        &self,
+        ops: Vec<ZkOp>,
+    ) -> Result<(Revision, Result<Vec<ZkOpResult>, crate::zk::ZkOpError>), ZkCallError> {
         let request = ZkRequest::Write(ZkWrite { session: self.session, ops });
         match self.attempt(request, WRITE_TIMEOUT).await? {
             ZkReply::Write { zxid, result } => {
                 self.saw(zxid);
-                Ok((zxid, result.map_err(|error| error.error)))
+                Ok((zxid, result))
             }
             other => unreachable!("a write answers a write reply, got {other:?}"),
         }
