@@ -207,6 +207,14 @@ pub enum Event {
     /// Recorded by the waiting client.
     /// `{"type":"wakeup","lock":"/locks/r","waiter":"/locks/r/694d7c1e2f3a"}`
     Wakeup { lock: String, waiter: String },
+    /// An event of the user's code under test, recorded through the Testbed (`Ctx::record`):
+    /// `name` says what happened, `attrs` the details, for checkers of the user's own.
+    /// `{"type":"user","name":"own","attrs":{"partition":"3"}}`
+    User {
+        name: String,
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        attrs: std::collections::BTreeMap<String, String>,
+    },
 }
 
 fn is_false(value: &bool) -> bool {

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use coordsim::testbed::{Fault, Testbed};
-use coordsim::zookeeper::{self, Acls, AddWatchMode, CreateMode, Error, EventType, SessionState};
+use coordsim::zookeeper::{self, Acls, AddWatchMode, CreateMode, Error, EventType};
 use coordsim_checker::history::{Call, Event};
 use coordsim_checker::verdict::Verdict;
 

@@ -120,6 +120,13 @@ impl Ctx {
         self.env.recorder.record(&self.env.name, event);
     }
 
+    /// Records an event of your code (`name`, with `attrs`) in the history, in true time, for
+    /// your own [`super::Checker`]s: `ctx.record("own", &[("partition", "3")])`.
+    pub fn record(&self, name: &str, attrs: &[(&str, &str)]) {
+        let attrs = attrs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        self.env.recorder.record(&self.env.name, Event::User { name: name.to_string(), attrs });
+    }
+
     /// Sleeps `duration` of this node's local time (its clock's rate and jumps apply).
     pub async fn sleep(&self, duration: Duration) {
         self.env.clock.sleep(duration).await;

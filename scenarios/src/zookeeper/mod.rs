@@ -299,6 +299,25 @@ impl Conn {
         }
     }
 
+    /// Runs one request of the session. As ZooKeeper's client fails every pending request with
+    /// ConnectionLoss when it loses its connection (its read timeout, two thirds of the session
+    /// timeout, passed unanswered), a request fails at once while the session is disconnected,
+    /// and as soon as it becomes so.
+    async fn request<T>(
+        &self,
+        call: impl std::future::Future<Output = std::result::Result<T, ZkCallError>>,
+    ) -> std::result::Result<T, ZkCallError> {
+        if self.session.state() != SessionState::SyncConnected {
+            return Err(ZkCallError::ConnectionLoss("disconnected".into()));
+        }
+        let call = std::pin::pin!(call);
+        let lost = std::pin::pin!(self.session.until_not_connected());
+        match futures::future::select(call, lost).await {
+            futures::future::Either::Left((result, _)) => result,
+            futures::future::Either::Right(_) => Err(ZkCallError::ConnectionLoss("disconnected".into())),
+        }
+    }
+
     fn live(&self) -> Result<()> {
         match self.session.state() {
             SessionState::Expired => Err(Error::SessionExpired),
@@ -475,7 +494,7 @@ impl Client {
             self.conn.api("create", format!("{path} ({mode:?}) = {data}"), vec![touched])
         };
         let ops = vec![ZkOp::Create { path: path.to_string(), data, mode }];
-        match self.conn.zk.multi_at(ops).await {
+        match self.conn.request(self.conn.zk.multi_at(ops)).await {
             Ok((_, Ok(mut results))) => match results.pop() {
                 Some(ZkOpResult::Created { path: created, stat }) => {
                     let ret = match plain {
@@ -521,7 +540,7 @@ impl Client {
             Some(v) => self.conn.api("delete", format!("{path} at version {v}"), vec![Touched::Key(path.to_string())]),
         };
         let version = expected_version.map_or(view::ANY_VERSION, i64::from);
-        match self.conn.zk.multi_at(vec![ZkOp::Delete { path: path.to_string(), version }]).await {
+        match self.conn.request(self.conn.zk.multi_at(vec![ZkOp::Delete { path: path.to_string(), version }])).await {
             Ok((zxid, Ok(_))) => {
                 let ret = match expected_version {
                     None => Return::Deleted { count: 1, revision: zxid },
@@ -558,7 +577,11 @@ impl Client {
             }
         };
         let version = expected_version.map_or(view::ANY_VERSION, i64::from);
-        match self.conn.zk.multi_at(vec![ZkOp::SetData { path: path.to_string(), data, version }]).await {
+        match self
+            .conn
+            .request(self.conn.zk.multi_at(vec![ZkOp::SetData { path: path.to_string(), data, version }]))
+            .await
+        {
             Ok((_, Ok(mut results))) => match results.pop() {
                 Some(ZkOpResult::SetData { stat }) => {
                     let ret = match expected_version {
@@ -602,7 +625,7 @@ impl Client {
     async fn read_data(&self, path: &str) -> Result<(Vec<u8>, Stat, i64)> {
         self.conn.live()?;
         let op = self.conn.api("get_data", path.to_string(), Vec::new());
-        match self.conn.zk.get_data(path, self.conn.timeout).await {
+        match self.conn.request(self.conn.zk.get_data(path, self.conn.timeout)).await {
             Ok(((data, stat), zxid)) => {
                 self.conn.ok(op, Return::Api { detail: data.clone(), revision: zxid });
                 Ok((data.into_bytes(), Stat::from_view(&stat), zxid))
@@ -630,7 +653,7 @@ impl Client {
     async fn read_stat(&self, path: &str) -> Result<(Option<Stat>, i64)> {
         self.conn.live()?;
         let op = self.conn.api("exists", path.to_string(), Vec::new());
-        match self.conn.zk.exists(path, self.conn.timeout).await {
+        match self.conn.request(self.conn.zk.exists(path, self.conn.timeout)).await {
             Ok((stat, zxid)) => {
                 self.conn.ok(
                     op,
@@ -674,7 +697,7 @@ impl Client {
     async fn read_children(&self, path: &str) -> Result<(Vec<String>, i64)> {
         self.conn.live()?;
         let op = self.conn.api("get_children", path.to_string(), Vec::new());
-        match self.conn.zk.get_children(path, self.conn.timeout).await {
+        match self.conn.request(self.conn.zk.get_children(path, self.conn.timeout)).await {
             Ok((children, zxid)) => {
                 self.conn.ok(op, Return::Api { detail: children.join(","), revision: zxid });
                 Ok((children, zxid))
@@ -708,7 +731,7 @@ impl Client {
     pub async fn sync(&self, path: &str) -> Result<()> {
         self.conn.live()?;
         let op = self.conn.api("sync", path.to_string(), Vec::new());
-        match self.conn.zk.sync(self.conn.timeout).await {
+        match self.conn.request(self.conn.zk.sync(self.conn.timeout)).await {
             Ok(zxid) => {
                 self.conn.ok(op, Return::Api { detail: "synced".into(), revision: zxid });
                 Ok(())
@@ -860,7 +883,7 @@ impl MultiWriter<'_> {
             })
             .collect();
         let op = conn.api("multi", format!("{} ops", self.ops.len()), writes);
-        match conn.zk.multi_indexed(self.ops).await {
+        match conn.request(conn.zk.multi_indexed(self.ops)).await {
             Ok((zxid, Ok(results))) => {
                 conn.ok(op, Return::Api { detail: "committed".into(), revision: zxid });
                 Ok(results

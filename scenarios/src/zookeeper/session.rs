@@ -60,6 +60,14 @@ impl Shared {
         self.changed.notify_waiters();
     }
 
+    /// Waits until the session is no longer connected (disconnected, expired or closed).
+    pub(crate) async fn until_not_connected(&self) {
+        let mut state = self.state();
+        while state == SessionState::SyncConnected {
+            state = self.changed_from(state).await;
+        }
+    }
+
     /// Waits until the state differs from `seen`; returns the new one.
     pub(crate) async fn changed_from(&self, seen: SessionState) -> SessionState {
         loop {
@@ -76,7 +84,10 @@ impl Shared {
 }
 
 /// Pings the session every third of `timeout` until the ensemble says it is gone or the client
-/// is closed. Each ping is recorded as a keepalive of the session's lease.
+/// is closed. Each ping is recorded as a keepalive of the session's lease. The client is
+/// disconnected the moment its read timeout (two thirds of `timeout`) has passed since the last
+/// answer, whatever the ping in flight is doing (ZooKeeper's ClientCnxn checks it on every turn
+/// of its send loop).
 pub(crate) async fn keep_pinging(
     client: coordsim_sim::client::Client,
     env: ClientEnv,
@@ -88,12 +99,13 @@ pub(crate) async fn keep_pinging(
     let read_timeout = timeout * 2 / 3;
     let mut last_answer = env.clock.now();
     loop {
-        env.clock.sleep(interval).await;
+        let disconnect_at = last_answer.plus(read_timeout);
+        watching(&env, &shared, disconnect_at, env.clock.sleep(interval)).await;
         if shared.state().is_terminated() {
             return;
         }
         let op = env.recorder.invoke(&env.name, Call::LeaseKeepAlive { lease });
-        match client.keep_alive(lease, interval).await {
+        match watching(&env, &shared, disconnect_at, client.keep_alive(lease, interval)).await {
             Ok(ClientReply::KeptAlive { ttl_ms }) => {
                 env.recorder.ok(&env.name, op, Return::LeaseKeptAlive { ttl_ms });
                 last_answer = env.clock.now();
@@ -107,10 +119,26 @@ pub(crate) async fn keep_pinging(
             Ok(other) => env.recorder.info(&env.name, op, format!("{other:?}")),
             Err(error) => env.recorder.info(&env.name, op, error.to_string()),
         }
-        if env.clock.now() >= last_answer.plus(read_timeout) {
-            shared.set(SessionState::Disconnected);
+    }
+}
+
+/// Awaits `future`; if the local clock reaches `disconnect_at` first, the session is
+/// disconnected from that moment on.
+async fn watching<F: std::future::Future>(
+    env: &ClientEnv,
+    shared: &Shared,
+    disconnect_at: coordsim_sim::clock::LocalTime,
+    future: F,
+) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    if shared.state() == SessionState::SyncConnected {
+        let timer = std::pin::pin!(env.clock.sleep_until(disconnect_at));
+        match futures::future::select(future.as_mut(), timer).await {
+            futures::future::Either::Left((output, _)) => return output,
+            futures::future::Either::Right(_) => shared.set(SessionState::Disconnected),
         }
     }
+    future.await
 }
 
 /// zookeeper-client's `StateWatcher`: the session's state changes, as they happen.
