@@ -29,7 +29,10 @@
 //!   [`Event::WatchEvents`], [`Event::WatchProgress`], [`Event::WatchEnd`];
 //! - lock queue wakeups, recorded by a waiting client: [`Event::Wakeup`];
 //! - lease checkpoints, recorded by the leader: [`Event::LeaseCheckpoint`]; the moment a new
-//!   leader's lessor takes over: [`Event::LessorPromoted`].
+//!   leader's lessor takes over: [`Event::LessorPromoted`];
+//! - user code under the Testbed: calls of the etcd and ZooKeeper APIs that no model judges as
+//!   [`Call::Api`] (naming what they may write, which the key-value checkers then leave out), and
+//!   the code's own events as [`Event::User`].
 //!
 //! Checkers that need these pass trivially (and say so) on histories without them.
 //!
