@@ -183,7 +183,11 @@ impl Space {
             }
             scenario.nemesis.push(fault);
         }
-        scenario.validate().ok()?;
+        let valid = match scenario.lock.is_some() || scenario.kv.is_some() {
+            true => scenario.validate(),
+            false => scenario.validate_for_user_code(),
+        };
+        valid.ok()?;
         Some(scenario)
     }
 
@@ -322,8 +326,8 @@ enum Outcome {
 /// Runs scenarios on one seed, remembering outcomes (the search revisits points).
 struct Oracle<'a> {
     seed: u64,
-    property: Property,
-    arg: &'a str,
+    property: &'a str,
+    runner: &'a Runner<'a>,
     cache: BTreeMap<String, Outcome>,
     runs: usize,
 }
@@ -336,10 +340,8 @@ impl Oracle<'_> {
             return *outcome;
         }
         self.runs += 1;
-        let outcome = match sweep::run_seed(scenario, self.arg, self.seed) {
-            SeedResult::Done { summary, .. } if summary.verdict(self.property.id()) == Some(Verdict::Fail) => {
-                Outcome::Fails
-            }
+        let outcome = match (self.runner)(scenario, self.seed) {
+            SeedResult::Done { summary, .. } if summary.verdict(self.property) == Some(Verdict::Fail) => Outcome::Fails,
             _ => Outcome::Passes,
         };
         self.cache.insert(key, outcome);
@@ -350,32 +352,51 @@ impl Oracle<'_> {
 /// The result of a shrink.
 pub struct Shrunk {
     pub scenario: Scenario,
-    pub property: Property,
+    /// The id of the property that still fails (a built-in one, or a Testbed checker's).
+    pub property: String,
     /// Simulated candidates (cached repeats not counted).
     pub runs: usize,
     pub faults_before: usize,
     pub clients_before: usize,
 }
 
+/// Runs one candidate scenario on one seed and judges it: the simulator's scenario workload
+/// ([`sweep::run_seed`]), or a Testbed's user code.
+pub type Runner<'a> = dyn Fn(&Scenario, u64) -> SeedResult + 'a;
+
 /// Shrinks `scenario` on `seed` while `property` (default: the first that fails) still fails.
 pub fn shrink(scenario: &Scenario, arg: &str, seed: u64, property: Option<Property>) -> Result<Shrunk, InputError> {
-    let original = match sweep::run_seed(scenario, arg, seed) {
+    let judged: Vec<&str> = Property::ALL.iter().filter(|p| !p.is_informational()).map(|p| p.id()).collect();
+    let property = property.map(|p| p.id().to_string());
+    shrink_with(scenario, seed, property.as_deref(), &judged, &|candidate, seed| sweep::run_seed(candidate, arg, seed))
+}
+
+/// [`shrink`] with another way of running a candidate: `run` judges it, `judged` lists the
+/// properties (ids, in order) to pick the failing one from when `property` is `None`.
+pub fn shrink_with(
+    scenario: &Scenario,
+    seed: u64,
+    property: Option<&str>,
+    judged: &[&str],
+    run: &Runner<'_>,
+) -> Result<Shrunk, InputError> {
+    let original = match run(scenario, seed) {
         SeedResult::Done { history, summary } => (history, summary),
         SeedResult::Crashed { message, .. } => {
             return Err(InputError::Usage(format!("{} seed {seed} crashed: {message}", scenario.name)));
         }
     };
     let (history, summary) = original;
-    let failing = |p: &Property| summary.verdict(p.id()) == Some(Verdict::Fail);
-    let property = match property {
-        Some(p) if failing(&p) => p,
+    let failing = |p: &str| summary.verdict(p) == Some(Verdict::Fail);
+    let property: String = match property {
+        Some(p) if failing(p) => p.to_string(),
         Some(p) => {
             return Err(InputError::Usage(format!(
                 "{p} does not fail in {} seed {seed}: nothing to shrink",
                 scenario.name
             )));
         }
-        None => Property::ALL.into_iter().filter(|p| !p.is_informational()).find(failing).ok_or_else(|| {
+        None => judged.iter().find(|p| failing(p)).map(|p| p.to_string()).ok_or_else(|| {
             InputError::Usage(format!("no property fails in {} seed {seed}: nothing to shrink", scenario.name))
         })?,
     };
@@ -389,10 +410,10 @@ pub fn shrink(scenario: &Scenario, arg: &str, seed: u64, property: Option<Proper
     base.expect = Property::ALL
         .into_iter()
         .filter(|p| !p.is_informational())
-        .map(|p| (p, if p == property { Expectation::Fail } else { Expectation::Any }))
+        .map(|p| (p, if p.id() == property { Expectation::Fail } else { Expectation::Any }))
         .collect();
     let mut space = Space { base, faults, concrete };
-    let mut oracle = Oracle { seed, property, arg, cache: BTreeMap::new(), runs: 0 };
+    let mut oracle = Oracle { seed, property: &property, runner: run, cache: BTreeMap::new(), runs: 0 };
     let fixed = space.scenario(&space.start()).ok_or_else(|| {
         InputError::Usage(format!("{} seed {seed}: the drawn plan does not make a valid fixed timeline", scenario.name))
     })?;
@@ -408,7 +429,7 @@ pub fn shrink(scenario: &Scenario, arg: &str, seed: u64, property: Option<Proper
     let seen_ms = summary
         .outcomes
         .iter()
-        .find(|o| o.report.property == property.id())
+        .find(|o| o.report.property == property)
         .and_then(|o| o.report.findings.iter().map(|f| f.until_ns.unwrap_or(f.time_ns)).max())
         .map(|ns| ns / 1_000_000);
     if let Some(seen_ms) = seen_ms {
@@ -439,10 +460,11 @@ pub fn shrink(scenario: &Scenario, arg: &str, seed: u64, property: Option<Proper
         }
     }
     let minimal = space.scenario(&last_failure).expect("a failing point is a valid scenario");
+    let runs = oracle.runs;
     Ok(Shrunk {
-        scenario: describe(minimal, scenario, seed, property),
+        scenario: describe(minimal, scenario, seed, &property),
         property,
-        runs: oracle.runs,
+        runs,
         faults_before: space.faults.len(),
         clients_before: scenario.clients.count,
     })
@@ -480,7 +502,7 @@ fn concrete_targets(faults: &[ScheduledFault], history: &History) -> Vec<Schedul
         .collect()
 }
 
-fn describe(mut minimal: Scenario, original: &Scenario, seed: u64, property: Property) -> Scenario {
+fn describe(mut minimal: Scenario, original: &Scenario, seed: u64, property: &str) -> Scenario {
     let faults: Vec<String> = minimal
         .nemesis
         .iter()
@@ -568,7 +590,7 @@ pub fn run(request: &Request) -> Result<ExitCode, InputError> {
     crate::outln!("  minimal scenario: {}", path.display());
     crate::outln!("  report: {}", report.display());
     crate::outln!("  replay: {}", sweep::replay_command(&arg, request.seed));
-    if summary.verdict(shrunk.property.id()) != Some(Verdict::Fail) {
+    if summary.verdict(&shrunk.property) != Some(Verdict::Fail) {
         crate::outln!("the written file does NOT reproduce the failure");
         return Ok(ExitCode::from(1));
     }

@@ -136,6 +136,7 @@ fn call_name(call: &Call) -> &'static str {
         Call::Unlock { .. } => "unlock",
         Call::Write { .. } => "write",
         Call::Put { .. } | Call::Get { .. } | Call::Delete { .. } | Call::Cas { .. } => "key-value",
+        Call::Api { .. } => "api",
     }
 }
 

@@ -99,3 +99,18 @@ fn a_failing_seed_names_the_property_the_finding_the_report_and_the_replay() {
     assert!(std::fs::read_to_string(&report).expect("report.html is written").contains("single_holder"));
     std::fs::remove_dir_all(&out).ok();
 }
+
+#[test]
+fn a_failing_seed_shrinks_to_a_shorter_run_that_still_fails() {
+    let testbed = testbed(Variant::IgnoresLeaseLoss);
+    let shrunk = testbed.shrink(3, Some("single_holder")).expect("seed 3 shrinks");
+    assert_eq!(shrunk.property, "single_holder");
+    let minimal = &shrunk.scenario;
+    assert_eq!(minimal.nemesis.len(), 1, "the partition of c1 is needed");
+    assert!(minimal.duration.0 < Duration::from_secs(30), "{}", coordsim::shrink::to_toml(minimal));
+    // The minimal scenario, read back from its TOML, still fails on the same seed.
+    let text = coordsim::shrink::to_toml(minimal);
+    let reread = Testbed::from_toml("minimal.toml", &text).expect("it reads back").scenario().clone();
+    let replayed = testbed.with_scenario(reread).run_seed(3);
+    assert_eq!(replayed.verdict("single_holder"), Some(Verdict::Fail));
+}

@@ -657,6 +657,7 @@ fn op_label(call: &Call) -> String {
         Call::LeaseGrant { .. } => "lease grant".to_string(),
         Call::LeaseKeepAlive { .. } => "keepalive".to_string(),
         Call::LeaseRevoke { .. } => "revoke".to_string(),
+        Call::Api { api, method, .. } => format!("{api} {method}"),
         #[allow(unreachable_patterns)]
         other => serde_name_of_call(other).replace('_', " "),
     }

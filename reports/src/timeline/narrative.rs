@@ -155,6 +155,14 @@ impl<'h> Story<'h> {
                 };
                 self.say(Rank::Key, LineTone::Fault, t, vec![index], text);
             }
+            Event::User { name, attrs } => {
+                let details: Vec<String> = attrs.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let text = match details.is_empty() {
+                    true => format!("{node}: {name}"),
+                    false => format!("{node}: {name} ({})", details.join(", ")),
+                };
+                self.say(Rank::Detail, LineTone::Plain, t, vec![index], text);
+            }
             #[allow(unreachable_patterns)]
             _ => {
                 let value = serde_json::to_value(&entry.event).unwrap_or_default();

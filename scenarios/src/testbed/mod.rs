@@ -279,6 +279,14 @@ impl Testbed {
         self
     }
 
+    /// This Testbed's clients and checkers on another scenario (a shrunk one, say): its cluster,
+    /// faults, clocks, length and expectations; its `clients.count` first clients, if fewer.
+    pub fn with_scenario(mut self, scenario: Scenario) -> Self {
+        self.bodies.truncate(scenario.clients.count.max(1));
+        self.scenario = scenario;
+        self
+    }
+
     /// The scenario this Testbed runs (for `coordsim run` of the same faults, or to print).
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
@@ -334,6 +342,29 @@ impl Testbed {
         };
         let summary = self.evaluate(&history);
         Ok(Run { history, summary })
+    }
+
+    /// Shrinks a failing seed to a minimal reproduction with `coordsim shrink`'s machinery: the
+    /// seed's fault plan as a fixed timeline, then fewer and shorter faults, fewer clients (the
+    /// first N of yours) and a shorter run, while `property` (a built-in id or a checker's;
+    /// default: the first that fails) still fails on the same seed. Returns the minimal scenario
+    /// (`shrink::to_toml` writes it; [`Testbed::from_toml`] reads it back). Errors: an invalid
+    /// Testbed, a seed on which nothing (or not `property`) fails, a crashed run.
+    pub fn shrink(&self, seed: u64, property: Option<&str>) -> Result<crate::shrink::Shrunk, String> {
+        use crate::sweep::SeedResult;
+        self.validate()?;
+        let mut judged: Vec<&str> = Property::ALL.iter().filter(|p| !p.is_informational()).map(|p| p.id()).collect();
+        judged.extend(self.checkers.iter().map(|(checker, _)| checker.id()));
+        let run = |candidate: &Scenario, seed: u64| {
+            let mut testbed = self.clone();
+            testbed.scenario = candidate.clone();
+            testbed.bodies.truncate(candidate.clients.count);
+            match testbed.run_validated(seed) {
+                Ok(run) => SeedResult::Done { history: run.history, summary: run.summary },
+                Err(message) => SeedResult::Crashed { seed, message, replay: String::new() },
+            }
+        };
+        crate::shrink::shrink_with(&self.effective(), seed, property, &judged, &run).map_err(|e| e.to_string())
     }
 
     /// Runs one seed; panics if the Testbed is invalid or the run panicked.
