@@ -14,14 +14,15 @@ use coordsim_checker::verdict::Verdict;
 use coordsim_real::cluster::{Cluster, Hosts, etcd::EtcdCluster};
 use coordsim_real::procs::Procs;
 
-/// The service's world: the real etcd-client crate under the name the source uses.
-mod world {
-    pub use etcd_client;
-    #[path = "../../../examples/leader-service/src/service.rs"]
-    pub mod service;
-}
+// The service's world: the real etcd-client crate under the name the source uses
+// (`super::etcd_client` from the service module).
+#[allow(clippy::single_component_path_imports)]
+use etcd_client;
 
-use world::service::{ELECTION, Effects, Variant, run_replica};
+#[path = "../../examples/leader-service/src/service.rs"]
+mod service;
+
+use service::{ELECTION, Effects, Variant, run_replica};
 
 /// What the replicas did, in the order they did it: (true time since the start, replica, event).
 #[derive(Default)]
@@ -55,7 +56,8 @@ impl Effects for Recorded {
     }
 
     fn stepped_down(&self, term: i64, reason: &str) {
-        let event = Event::Belief { lock: ELECTION.into(), token: term, phase: Phase::End, reason: Some(reason.into()) };
+        let event =
+            Event::Belief { lock: ELECTION.into(), token: term, phase: Phase::End, reason: Some(reason.into()) };
         self.journal.borrow_mut().entries.push((self.start.elapsed(), self.name.clone(), event));
     }
 
@@ -102,7 +104,8 @@ fn the_simulated_services_source_leads_one_at_a_time_on_real_etcd() {
         .collect();
     history.duration_ns = start.elapsed().as_nanos() as u64;
     history.validate().expect("a valid history");
-    let leaderships = history.entries.iter().filter(|e| matches!(e.event, Event::Belief { phase: Phase::Start, .. })).count();
+    let leaderships =
+        history.entries.iter().filter(|e| matches!(e.event, Event::Belief { phase: Phase::Start, .. })).count();
     assert!(leaderships >= 1, "a replica was elected on real etcd");
     assert!(journal.accepted > 10, "the leader worked: {} accepted writes", journal.accepted);
     assert_eq!(Property::SingleHolder.check(&history).verdict, Verdict::Pass);
