@@ -3,60 +3,28 @@
 //! c1's partitions twice; the workers that claim before owning never do. Judged by a checker of
 //! our own, written against the history as the built-in ones are.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use coordsim::testbed::{Checker, Ctx, Fault, Testbed};
 use coordsim_checker::history::{Event, History};
-use coordsim_checker::verdict::{Finding, PropertyReport, Verdict};
+use coordsim_checker::verdict::{PropertyReport, Verdict};
 use coordsim_sim::scenario::Expectation;
 use worker_pool::{Effects, Variant, run_worker};
 
-/// No partition is owned by two members at once: between a worker's `own` of a partition and
-/// its `release`, no other worker owns it (true time, from the workers' own records).
+mod support {
+    pub mod no_double_assignment;
+}
+
+/// The pool's own property, as a Testbed checker.
 struct NoDoubleAssignment;
 
 impl Checker for NoDoubleAssignment {
     fn id(&self) -> &str {
-        "no_double_assignment"
+        support::no_double_assignment::ID
     }
 
     fn check(&self, history: &History) -> PropertyReport {
-        // partition → worker → (since ns, entry) of its current ownership.
-        let mut owners: BTreeMap<String, BTreeMap<String, (u64, usize)>> = BTreeMap::new();
-        let mut findings = Vec::new();
-        for (index, entry) in history.entries.iter().enumerate() {
-            let Event::User { name, attrs } = &entry.event else { continue };
-            let Some(partition) = attrs.get("partition") else { continue };
-            let current = owners.entry(partition.clone()).or_default();
-            match name.as_str() {
-                "own" => {
-                    for (other, (since, other_entry)) in current.iter() {
-                        findings.push(Finding {
-                            time_ns: entry.time_ns,
-                            until_ns: None,
-                            message: format!(
-                                "partition {partition} owned by {} while {other} owned it (since {})",
-                                entry.node,
-                                History::fmt_time(*since)
-                            ),
-                            entries: vec![*other_entry, index],
-                        });
-                    }
-                    current.insert(entry.node.clone(), (entry.time_ns, index));
-                }
-                "release" => {
-                    current.remove(&entry.node);
-                }
-                _ => {}
-            }
-        }
-        let verdict = if findings.is_empty() { Verdict::Pass } else { Verdict::Fail };
-        let summary = match verdict {
-            Verdict::Pass => "every partition had at most one owner at a time".to_string(),
-            _ => format!("{} times a partition was taken while another worker still owned it", findings.len()),
-        };
-        PropertyReport { property: String::new(), verdict, summary, findings }
+        support::no_double_assignment::check(history)
     }
 }
 
