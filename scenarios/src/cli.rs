@@ -183,6 +183,28 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 /// Runs the parsed command line; the exit code follows ARCHITECTURE.md: 0 = every verdict as
 /// expected, 1 = some not, 2 = bad input.
+/// The `coordsim` command, with `checkers` judged on every run next to the built-in properties:
+/// a crate makes its own CLI with its properties by calling this from its `main`
+/// (`coordsim::cli::run_main(vec![Arc::new(MyChecker)])`).
+pub fn run_main(checkers: Vec<std::sync::Arc<dyn crate::testbed::Checker>>) -> ExitCode {
+    crate::output::init();
+    if let Err(error) = crate::testbed::register_for_cli(checkers) {
+        eprintln!("coordsim: {error}");
+        return ExitCode::from(2);
+    }
+    match Cli::try_parse() {
+        Ok(cli) => main(cli),
+        // Help and version go to stdout as clap prints them; a usage error is one line (clap
+        // adds a hint and a usage block) and exit code 2.
+        Err(error) if error.use_stderr() => {
+            let text = error.to_string();
+            eprintln!("{}", text.lines().next().unwrap_or("error: bad command line"));
+            ExitCode::from(2)
+        }
+        Err(error) => error.exit(),
+    }
+}
+
 pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::List => Ok(crate::explain::list()),

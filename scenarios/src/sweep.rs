@@ -53,7 +53,7 @@ pub fn evaluate(scenario: &Scenario, arg: &str, history: &History) -> RunSummary
 
 /// [`evaluate`] for the `judged` properties only (a real cluster's history cannot decide some).
 pub fn evaluate_judged(scenario: &Scenario, arg: &str, history: &History, judged: &[Property]) -> RunSummary {
-    let outcomes: Vec<Outcome> = judged
+    let mut outcomes: Vec<Outcome> = judged
         .iter()
         .copied()
         .map(|property| {
@@ -62,6 +62,17 @@ pub fn evaluate_judged(scenario: &Scenario, arg: &str, history: &History, judged
             Outcome { as_expected: expected.matches(report.verdict), expected: expected.to_string(), report }
         })
         .collect();
+    // A user's own build of the CLI may add checkers (`cli::run_main`); they are expected to pass.
+    for checker in crate::testbed::registered_for_cli() {
+        let mut report = checker.check(history);
+        report.property = checker.id().to_string();
+        let expected = coordsim_sim::scenario::Expectation::Pass;
+        outcomes.push(Outcome {
+            as_expected: expected.matches(report.verdict),
+            expected: expected.to_string(),
+            report,
+        });
+    }
     RunSummary {
         schema: SUMMARY_SCHEMA.to_string(),
         scenario: scenario.name.clone(),

@@ -1,6 +1,8 @@
 //! Checkers of your own: a property over the history, judged next to the built-in ones, with
 //! its verdict in the same reports and summaries.
 
+use std::sync::{Arc, OnceLock};
+
 use coordsim_checker::history::History;
 use coordsim_checker::verdict::PropertyReport;
 
@@ -16,4 +18,27 @@ pub trait Checker: Send + Sync {
 
     /// The verdict on one history: `Verdict::Fail` with findings that point at entries.
     fn check(&self, history: &History) -> PropertyReport;
+}
+
+/// Checkers a user's own build of the CLI judges every run with (`coordsim::cli::run_main`).
+/// Set once, before any run, and read-only after: nothing a run does depends on it.
+static FOR_CLI: OnceLock<Vec<Arc<dyn Checker>>> = OnceLock::new();
+
+/// Makes `coordsim run`, `sweep` and `check` in this process judge every history with
+/// `checkers` too, next to the built-in properties (expected to pass: a scenario's `[expect]`
+/// names built-in properties only). Errors: called twice, or an id that is taken.
+pub fn register_for_cli(checkers: Vec<Arc<dyn Checker>>) -> Result<(), String> {
+    let mut ids: Vec<&str> = coordsim_checker::properties::Property::ALL.iter().map(|p| p.id()).collect();
+    for checker in &checkers {
+        if ids.contains(&checker.id()) {
+            return Err(format!("checker id {:?} is taken (by a built-in property or another checker)", checker.id()));
+        }
+        ids.push(checker.id());
+    }
+    FOR_CLI.set(checkers).map_err(|_| "checkers are already registered for this process".to_string())
+}
+
+/// The checkers registered with [`register_for_cli`] (none by default).
+pub fn registered_for_cli() -> &'static [Arc<dyn Checker>] {
+    FOR_CLI.get().map_or(&[], Vec::as_slice)
 }

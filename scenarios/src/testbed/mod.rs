@@ -45,7 +45,7 @@ use coordsim_sim::scenario::{
     Bugs, Chaos, Clients, ClockSpec, Cluster, Dur, Expectation, Scenario, ScheduledFault, SignedDur,
 };
 
-pub use checker::Checker;
+pub use checker::{Checker, register_for_cli, registered_for_cli};
 pub use ctx::{Ctx, WriteOutcome};
 pub use fault::Fault;
 
