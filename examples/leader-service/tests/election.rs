@@ -77,6 +77,17 @@ fn the_same_seed_gives_the_same_history() {
     assert!(first.history.entries.len() > 100, "the run recorded the service's calls");
 }
 
+fn simulation() -> impl std::future::Future<Output = coordsim_checker::history::History> {
+    testbed(Variant::StepsDownAtDeadline).simulation()
+}
+
+#[test]
+fn madsim_sees_the_same_random_draws_in_two_runs_of_user_code() {
+    // Panics at the first draw that differs between the two runs.
+    let history = madsim::runtime::Runtime::check_determinism(11, madsim::Config::default(), simulation);
+    assert!(history.entries.len() > 100);
+}
+
 #[test]
 fn connecting_outside_a_testbed_client_is_an_error_not_a_panic() {
     let runtime = madsim::runtime::Runtime::new();

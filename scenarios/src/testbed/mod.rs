@@ -367,6 +367,16 @@ impl Testbed {
         crate::shrink::shrink_with(&self.effective(), seed, property, &judged, &run).map_err(|e| e.to_string())
     }
 
+    /// The body of one run, to await inside a madsim runtime: for madsim's
+    /// `Runtime::check_determinism`, which runs it twice and compares every random draw. Panics
+    /// if the Testbed is invalid.
+    pub fn simulation(&self) -> impl Future<Output = History> + 'static {
+        if let Err(e) = self.validate() {
+            panic!("coordsim: {e}");
+        }
+        harness::simulate_with(self.effective(), ClientCode::User(self.bodies.clone()))
+    }
+
     /// Runs one seed; panics if the Testbed is invalid or the run panicked.
     pub fn run_seed(&self, seed: u64) -> Run {
         self.try_run_seed(seed).unwrap_or_else(|e| panic!("coordsim: {e}"))
