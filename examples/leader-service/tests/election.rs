@@ -77,7 +77,7 @@ fn the_same_seed_gives_the_same_history() {
     assert!(first.history.entries.len() > 100, "the run recorded the service's calls");
 }
 
-fn simulation() -> impl std::future::Future<Output = coordsim_checker::history::History> {
+fn simulation() -> impl std::future::Future<Output = coordsim_checker::history::History> + use<> {
     testbed(Variant::StepsDownAtDeadline).simulation()
 }
 

@@ -370,7 +370,7 @@ impl Testbed {
     /// The body of one run, to await inside a madsim runtime: for madsim's
     /// `Runtime::check_determinism`, which runs it twice and compares every random draw. Panics
     /// if the Testbed is invalid.
-    pub fn simulation(&self) -> impl Future<Output = History> + 'static {
+    pub fn simulation(&self) -> impl Future<Output = History> + use<> {
         if let Err(e) = self.validate() {
             panic!("coordsim: {e}");
         }
