@@ -63,16 +63,8 @@ pub fn evaluate_judged(scenario: &Scenario, arg: &str, history: &History, judged
         })
         .collect();
     // A user's own build of the CLI may add checkers (`cli::run_main`); they are expected to pass.
-    for checker in crate::testbed::registered_for_cli() {
-        let mut report = checker.check(history);
-        report.property = checker.id().to_string();
-        let expected = coordsim_sim::scenario::Expectation::Pass;
-        outcomes.push(Outcome {
-            as_expected: expected.matches(report.verdict),
-            expected: expected.to_string(),
-            report,
-        });
-    }
+    let pass = coordsim_sim::scenario::Expectation::Pass;
+    outcomes.extend(crate::testbed::registered_for_cli().iter().map(|c| crate::testbed::outcome(&**c, history, pass)));
     RunSummary {
         schema: SUMMARY_SCHEMA.to_string(),
         scenario: scenario.name.clone(),

@@ -83,6 +83,37 @@ impl KeyValue {
     }
 }
 
+/// etcd-client's four ways to widen a request from its key to a range, for an options type
+/// with an `end: RangeEnd` field (GetOptions, DeleteOptions, WatchOptions).
+macro_rules! range_end_builders {
+    () => {
+        /// Keys in `[key, end_key)`.
+        pub fn with_range(mut self, end_key: impl Into<Vec<u8>>) -> Self {
+            self.end = $crate::etcd::kv::RangeEnd::End(end_key.into());
+            self
+        }
+
+        /// Every key `>= key`.
+        pub fn with_from_key(mut self) -> Self {
+            self.end = $crate::etcd::kv::RangeEnd::FromKey;
+            self
+        }
+
+        /// Every key that starts with `key`.
+        pub fn with_prefix(mut self) -> Self {
+            self.end = $crate::etcd::kv::RangeEnd::Prefix;
+            self
+        }
+
+        /// Every key.
+        pub fn with_all_keys(mut self) -> Self {
+            self.end = $crate::etcd::kv::RangeEnd::AllKeys;
+            self
+        }
+    };
+}
+pub(crate) use range_end_builders;
+
 /// Which keys a request covers besides its key (etcd's range_end), as etcd-client's options set it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) enum RangeEnd {
@@ -254,28 +285,7 @@ impl GetOptions {
         }
     }
 
-    /// Keys in `[key, end_key)`.
-    pub fn with_range(mut self, end_key: impl Into<Vec<u8>>) -> Self {
-        self.end = RangeEnd::End(end_key.into());
-        self
-    }
-
-    /// Every key `>= key`.
-    pub fn with_from_key(mut self) -> Self {
-        self.end = RangeEnd::FromKey;
-        self
-    }
-
-    /// Every key that starts with `key`.
-    pub fn with_prefix(mut self) -> Self {
-        self.end = RangeEnd::Prefix;
-        self
-    }
-
-    pub fn with_all_keys(mut self) -> Self {
-        self.end = RangeEnd::AllKeys;
-        self
-    }
+    range_end_builders!();
 
     /// At most `limit` keys (0: no limit); `count` still counts every match.
     pub const fn with_limit(mut self, limit: i64) -> Self {
@@ -414,25 +424,7 @@ impl DeleteOptions {
         DeleteOptions { end: RangeEnd::Key, prev_kv: false }
     }
 
-    pub fn with_range(mut self, end_key: impl Into<Vec<u8>>) -> Self {
-        self.end = RangeEnd::End(end_key.into());
-        self
-    }
-
-    pub fn with_from_key(mut self) -> Self {
-        self.end = RangeEnd::FromKey;
-        self
-    }
-
-    pub fn with_prefix(mut self) -> Self {
-        self.end = RangeEnd::Prefix;
-        self
-    }
-
-    pub fn with_all_keys(mut self) -> Self {
-        self.end = RangeEnd::AllKeys;
-        self
-    }
+    range_end_builders!();
 
     pub const fn with_prev_key(mut self) -> Self {
         self.prev_kv = true;

@@ -56,25 +56,7 @@ impl WatchOptions {
         }
     }
 
-    pub fn with_range(mut self, end: impl Into<Vec<u8>>) -> Self {
-        self.end = RangeEnd::End(end.into());
-        self
-    }
-
-    pub fn with_from_key(mut self) -> Self {
-        self.end = RangeEnd::FromKey;
-        self
-    }
-
-    pub fn with_prefix(mut self) -> Self {
-        self.end = RangeEnd::Prefix;
-        self
-    }
-
-    pub fn with_all_keys(mut self) -> Self {
-        self.end = RangeEnd::AllKeys;
-        self
-    }
+    super::kv::range_end_builders!();
 
     /// Deliver every change from `revision` on (0: from now). A revision below the compaction
     /// point ends the watch with `compact_revision()` set, as etcd does.

@@ -5,6 +5,8 @@ use std::sync::{Arc, OnceLock};
 
 use coordsim_checker::history::History;
 use coordsim_checker::verdict::PropertyReport;
+use coordsim_reports::Outcome;
+use coordsim_sim::scenario::Expectation;
 
 /// A property of your own, read from the history (never from the service): one id, one check.
 ///
@@ -41,4 +43,11 @@ pub fn register_for_cli(checkers: Vec<Arc<dyn Checker>>) -> Result<(), String> {
 /// The checkers registered with [`register_for_cli`] (none by default).
 pub fn registered_for_cli() -> &'static [Arc<dyn Checker>] {
     FOR_CLI.get().map_or(&[], Vec::as_slice)
+}
+
+/// `checker`'s verdict on `history` as an outcome against `expected`, named by the checker's id.
+pub fn outcome(checker: &dyn Checker, history: &History, expected: Expectation) -> Outcome {
+    let mut report = checker.check(history);
+    report.property = checker.id().to_string();
+    Outcome { as_expected: expected.matches(report.verdict), expected: expected.to_string(), report }
 }

@@ -45,7 +45,7 @@ use coordsim_sim::scenario::{
     Bugs, Chaos, Clients, ClockSpec, Cluster, Dur, Expectation, Scenario, ScheduledFault, SignedDur,
 };
 
-pub use checker::{Checker, register_for_cli, registered_for_cli};
+pub use checker::{Checker, outcome, register_for_cli, registered_for_cli};
 pub use ctx::{Ctx, WriteOutcome};
 pub use fault::Fault;
 
@@ -474,15 +474,8 @@ impl Testbed {
                 Outcome { as_expected: expected.matches(report.verdict), expected: expected.to_string(), report }
             })
             .collect();
-        for (checker, expected) in &self.checkers {
-            let mut report = checker.check(history);
-            report.property = checker.id().to_string();
-            outcomes.push(Outcome {
-                as_expected: expected.matches(report.verdict),
-                expected: expected.to_string(),
-                report,
-            });
-        }
+        outcomes
+            .extend(self.checkers.iter().map(|(checker, expected)| checker::outcome(&**checker, history, *expected)));
         RunSummary {
             schema: SUMMARY_SCHEMA.to_string(),
             scenario: self.scenario.name.clone(),

@@ -291,6 +291,13 @@ impl Conn {
         self.invoke(Call::Api { api: "zookeeper".into(), method: method.into(), detail, writes })
     }
 
+    /// Records how a call that did not succeed ended and returns the error.
+    fn lost(&self, op: OpId, error: impl Into<Error>) -> Error {
+        let error = error.into();
+        self.failed(op, &error);
+        error
+    }
+
     /// Records how a call that did not succeed ended: a lost reply may have taken effect.
     fn failed(&self, op: OpId, error: &Error) {
         match error {
@@ -518,16 +525,8 @@ impl Client {
                 self.conn.ok(op, Return::Cas { swapped: false, revision: zxid });
                 Err(Error::NodeExists)
             }
-            Ok((_, Err(error))) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
-            Err(error) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
+            Ok((_, Err(error))) => Err(self.conn.lost(op, error)),
+            Err(error) => Err(self.conn.lost(op, error)),
         }
     }
 
@@ -553,16 +552,8 @@ impl Client {
                 self.conn.ok(op, Return::Deleted { count: 0, revision: zxid });
                 Err(Error::NoNode)
             }
-            Ok((_, Err(error))) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
-            Err(error) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
+            Ok((_, Err(error))) => Err(self.conn.lost(op, error)),
+            Err(error) => Err(self.conn.lost(op, error)),
         }
     }
 
@@ -597,16 +588,8 @@ impl Client {
                     Err(error)
                 }
             },
-            Ok((_, Err(error))) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
-            Err(error) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
+            Ok((_, Err(error))) => Err(self.conn.lost(op, error)),
+            Err(error) => Err(self.conn.lost(op, error)),
         }
     }
 
@@ -630,11 +613,7 @@ impl Client {
                 self.conn.ok(op, Return::Api { detail: data.clone(), revision: zxid });
                 Ok((data.into_bytes(), Stat::from_view(&stat), zxid))
             }
-            Err(error) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
+            Err(error) => Err(self.conn.lost(op, error)),
         }
     }
 
@@ -661,11 +640,7 @@ impl Client {
                 );
                 Ok((stat.as_ref().map(Stat::from_view), zxid))
             }
-            Err(error) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
+            Err(error) => Err(self.conn.lost(op, error)),
         }
     }
 
@@ -702,11 +677,7 @@ impl Client {
                 self.conn.ok(op, Return::Api { detail: children.join(","), revision: zxid });
                 Ok((children, zxid))
             }
-            Err(error) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
+            Err(error) => Err(self.conn.lost(op, error)),
         }
     }
 
@@ -736,11 +707,7 @@ impl Client {
                 self.conn.ok(op, Return::Api { detail: "synced".into(), revision: zxid });
                 Ok(())
             }
-            Err(error) => {
-                let error = Error::from(error);
-                self.conn.failed(op, &error);
-                Err(error)
-            }
+            Err(error) => Err(self.conn.lost(op, error)),
         }
     }
 
