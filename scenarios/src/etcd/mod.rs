@@ -244,26 +244,32 @@ impl Client {
         Ok(Client { conn: Conn { client, env, timeout } })
     }
 
+    /// The KV service's client, sharing this connection.
     pub fn kv_client(&self) -> KvClient {
         KvClient { conn: self.conn.clone() }
     }
 
+    /// The Lease service's client, sharing this connection.
     pub fn lease_client(&self) -> LeaseClient {
         LeaseClient { conn: self.conn.clone() }
     }
 
+    /// The Watch service's client, sharing this connection.
     pub fn watch_client(&self) -> WatchClient {
         WatchClient { conn: self.conn.clone() }
     }
 
+    /// The Lock service's client, sharing this connection.
     pub fn lock_client(&self) -> LockClient {
         LockClient { conn: self.conn.clone() }
     }
 
+    /// The Election service's client, sharing this connection.
     pub fn election_client(&self) -> ElectionClient {
         ElectionClient { conn: self.conn.clone() }
     }
 
+    /// [`KvClient::put`], on this client's connection.
     pub async fn put(
         &mut self,
         key: impl Into<Vec<u8>>,
@@ -273,38 +279,47 @@ impl Client {
         self.kv_client().put(key, value, options).await
     }
 
+    /// [`KvClient::get`], on this client's connection.
     pub async fn get(&mut self, key: impl Into<Vec<u8>>, options: Option<GetOptions>) -> Result<GetResponse> {
         self.kv_client().get(key, options).await
     }
 
+    /// [`KvClient::delete`], on this client's connection.
     pub async fn delete(&mut self, key: impl Into<Vec<u8>>, options: Option<DeleteOptions>) -> Result<DeleteResponse> {
         self.kv_client().delete(key, options).await
     }
 
+    /// [`KvClient::compact`], on this client's connection.
     pub async fn compact(&mut self, revision: i64, options: Option<CompactionOptions>) -> Result<CompactionResponse> {
         self.kv_client().compact(revision, options).await
     }
 
+    /// [`KvClient::txn`], on this client's connection.
     pub async fn txn(&mut self, txn: Txn) -> Result<TxnResponse> {
         self.kv_client().txn(txn).await
     }
 
+    /// [`WatchClient::watch`], on this client's connection.
     pub async fn watch(&mut self, key: impl Into<Vec<u8>>, options: Option<WatchOptions>) -> Result<WatchStream> {
         self.watch_client().watch(key, options).await
     }
 
+    /// [`LeaseClient::grant`], on this client's connection.
     pub async fn lease_grant(&mut self, ttl: i64, options: Option<LeaseGrantOptions>) -> Result<LeaseGrantResponse> {
         self.lease_client().grant(ttl, options).await
     }
 
+    /// [`LeaseClient::revoke`], on this client's connection.
     pub async fn lease_revoke(&mut self, id: i64) -> Result<LeaseRevokeResponse> {
         self.lease_client().revoke(id).await
     }
 
+    /// [`LeaseClient::keep_alive`], on this client's connection.
     pub async fn lease_keep_alive(&mut self, id: i64) -> Result<(LeaseKeeper, LeaseKeepAliveStream)> {
         self.lease_client().keep_alive(id).await
     }
 
+    /// [`LeaseClient::time_to_live`], on this client's connection.
     pub async fn lease_time_to_live(
         &mut self,
         id: i64,
@@ -313,18 +328,22 @@ impl Client {
         self.lease_client().time_to_live(id, options).await
     }
 
+    /// [`LeaseClient::leases`], on this client's connection.
     pub async fn leases(&mut self) -> Result<LeaseLeasesResponse> {
         self.lease_client().leases().await
     }
 
+    /// [`LockClient::lock`], on this client's connection.
     pub async fn lock(&mut self, name: impl Into<Vec<u8>>, options: Option<LockOptions>) -> Result<LockResponse> {
         self.lock_client().lock(name, options).await
     }
 
+    /// [`LockClient::unlock`], on this client's connection.
     pub async fn unlock(&mut self, key: impl Into<Vec<u8>>) -> Result<UnlockResponse> {
         self.lock_client().unlock(key).await
     }
 
+    /// [`ElectionClient::campaign`], on this client's connection.
     pub async fn campaign(
         &mut self,
         name: impl Into<Vec<u8>>,
@@ -334,6 +353,7 @@ impl Client {
         self.election_client().campaign(name, value, lease).await
     }
 
+    /// [`ElectionClient::proclaim`], on this client's connection.
     pub async fn proclaim(
         &mut self,
         value: impl Into<Vec<u8>>,
@@ -342,14 +362,17 @@ impl Client {
         self.election_client().proclaim(value, options).await
     }
 
+    /// [`ElectionClient::leader`], on this client's connection.
     pub async fn leader(&mut self, name: impl Into<Vec<u8>>) -> Result<LeaderResponse> {
         self.election_client().leader(name).await
     }
 
+    /// [`ElectionClient::observe`], on this client's connection.
     pub async fn observe(&mut self, name: impl Into<Vec<u8>>) -> Result<ObserveStream> {
         self.election_client().observe(name).await
     }
 
+    /// [`ElectionClient::resign`], on this client's connection.
     pub async fn resign(&mut self, option: Option<ResignOptions>) -> Result<ResignResponse> {
         self.election_client().resign(option).await
     }

@@ -42,29 +42,40 @@ const WATCH_POLL: Duration = Duration::from_secs(1);
 /// zookeeper-client's `Error`, with the variants the simulated ensemble produces.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
+    /// A path, option or string the call cannot take (the reason says which).
     #[error("bad arguments: {0}")]
     BadArguments(String),
+    /// The node (or, for a create, its parent) does not exist.
     #[error("no node")]
     NoNode,
+    /// The node's version is not the expected one.
     #[error("bad version")]
     BadVersion,
+    /// A create under an ephemeral node.
     #[error("no children for ephemerals")]
     NoChildrenForEphemerals,
+    /// A create of a node that exists.
     #[error("node exists")]
     NodeExists,
+    /// A delete of a node that has children.
     #[error("not empty")]
     NotEmpty,
+    /// The ensemble expired the session: every later call fails so.
     #[error("session expired")]
     SessionExpired,
     /// No reply: for a write, the outcome is unknown.
     #[error("connection loss")]
     ConnectionLoss,
+    /// The operation timed out.
     #[error("operation timeout")]
     Timeout,
+    /// The client was closed.
     #[error("client closed")]
     ClientClosed,
+    /// Not simulated: container and TTL nodes, readonly connections.
     #[error("unimplemented operation")]
     Unimplemented,
+    /// A reply the client did not expect, or a call outside a Testbed client node.
     #[error("unexpected error: {0}")]
     UnexpectedError(String),
 }
