@@ -61,6 +61,9 @@ pub struct Testbed {
     bodies: Vec<UserBody>,
     checkers: Vec<(Arc<dyn Checker>, Expectation)>,
     out: Option<PathBuf>,
+    /// The test that built this Testbed, as a `cargo test` filter (empty outside a test): seeds
+    /// run on other threads, whose names say nothing.
+    test: String,
 }
 
 /// One seed's result.
@@ -146,7 +149,7 @@ impl Testbed {
             bugs: Bugs::default(),
             expect: Default::default(),
         };
-        Testbed { scenario, bodies: Vec::new(), checkers: Vec::new(), out: None }
+        Testbed { scenario, bodies: Vec::new(), checkers: Vec::new(), out: None, test: test_filter() }
     }
 
     /// A Testbed from a scenario file (TOML, the format of `coordsim run`, without `[lock]` or
@@ -162,7 +165,7 @@ impl Testbed {
     /// [`Testbed::from_file`] for scenario text; `source` names it in errors.
     pub fn from_toml(source: &str, text: &str) -> Result<Testbed, InputError> {
         let scenario = load::parse_for_user_code(source, text)?;
-        Ok(Testbed { scenario, bodies: Vec::new(), checkers: Vec::new(), out: None })
+        Ok(Testbed { scenario, bodies: Vec::new(), checkers: Vec::new(), out: None, test: test_filter() })
     }
 
     pub fn servers(mut self, servers: usize) -> Self {
@@ -426,13 +429,13 @@ impl Testbed {
                         self.scenario.name,
                         run.failure().unwrap_or_default(),
                         report.map_or_else(|e| format!("(not written: {e})"), |p| p.display().to_string()),
-                        test_filter(),
+                        self.test,
                         sweep.as_expected(),
                         sweep.runs.len()
                     )
                 }
                 Err(message) => {
-                    format!("coordsim: {message}\n  replay: {SEED_VAR}={seed} cargo test {}", test_filter())
+                    format!("coordsim: {message}\n  replay: {SEED_VAR}={seed} cargo test {}", self.test)
                 }
             };
             panic!("{message}");
@@ -484,7 +487,7 @@ impl Testbed {
             entries: history.entries.len(),
             as_expected: outcomes.iter().all(|o| o.as_expected),
             outcomes,
-            replay: format!("{SEED_VAR}={} cargo test {}", history.seed, test_filter()),
+            replay: format!("{SEED_VAR}={} cargo test {}", history.seed, self.test),
         }
     }
 }
