@@ -275,3 +275,18 @@ fn a_testbed_without_clients_or_with_a_workload_is_refused_with_the_field() {
         .unwrap_err();
     assert!(unknown_node.contains("nemesis[0]"), "{unknown_node}");
 }
+
+#[test]
+fn status_names_the_leader_and_member_list_every_server() {
+    let (log, _) = run(|mut client, log| async move {
+        let members = client.member_list().await.unwrap();
+        let names: Vec<&str> = members.members().iter().map(|m| m.name()).collect();
+        note(&log, names.join(","));
+        // Give the cluster a leader and a write, then ask.
+        client.put("k", "v", None).await.unwrap();
+        let status = client.status().await.unwrap();
+        note(&log, format!("leader known {}", (1..=3).contains(&status.leader())));
+        note(&log, format!("applied {}", status.raft_applied_index() > 0 && status.raft_term() > 0));
+    });
+    assert_eq!(log, ["s1,s2,s3", "leader known true", "applied true", "done"]);
+}

@@ -51,6 +51,8 @@ pub enum ClientRequest {
     Zk(ZkRequest),
     /// etcd's Election service (server/etcdserver/api/v3election).
     Election(ElectionRequest),
+    /// etcd's Maintenance Status: the answering member's own view (any member answers).
+    Status,
 }
 
 /// etcd's Election service. Served by the leader; each candidate's key is `<name>/<lease hex>`,
@@ -203,6 +205,16 @@ pub enum ClientReply {
     },
     Zk(ZkReply),
     Election(ElectionReply),
+    /// The answering member's id, the leader it knows, its Raft term, last log index and applied
+    /// index, and its store's revision.
+    Status {
+        member_id: u64,
+        leader: Option<u64>,
+        raft_term: u64,
+        raft_index: u64,
+        raft_applied_index: u64,
+        revision: Revision,
+    },
 }
 
 /// etcd WatchCreateRequest's options: `prev_kv` attaches each key's previous value; the

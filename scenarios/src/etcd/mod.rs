@@ -27,6 +27,7 @@ mod error;
 mod kv;
 mod lease;
 mod lock;
+mod maintenance;
 mod watch;
 
 use std::cell::RefCell;
@@ -55,6 +56,7 @@ pub use lease::{
     LeaseLeasesResponse, LeaseRevokeResponse, LeaseStatus, LeaseTimeToLiveOptions, LeaseTimeToLiveResponse,
 };
 pub use lock::{LockClient, LockOptions, LockResponse, UnlockResponse};
+pub use maintenance::{ClusterClient, MaintenanceClient, Member, MemberListResponse, StatusResponse};
 pub use watch::{Event, EventType, WatchClient, WatchFilterType, WatchOptions, WatchResponse, WatchStream};
 
 /// A call's budget when `ConnectOptions::with_timeout` is not given: etcdctl's default command
@@ -262,6 +264,26 @@ impl Client {
     /// The Lock service's client, sharing this connection.
     pub fn lock_client(&self) -> LockClient {
         LockClient { conn: self.conn.clone() }
+    }
+
+    /// The Maintenance service's client (status), sharing this connection.
+    pub fn maintenance_client(&self) -> MaintenanceClient {
+        MaintenanceClient { conn: self.conn.clone() }
+    }
+
+    /// The Cluster service's client (member_list), sharing this connection.
+    pub fn cluster_client(&self) -> ClusterClient {
+        ClusterClient { conn: self.conn.clone() }
+    }
+
+    /// [`MaintenanceClient::status`], on this client's connection.
+    pub async fn status(&mut self) -> Result<StatusResponse> {
+        self.maintenance_client().status().await
+    }
+
+    /// [`ClusterClient::member_list`].
+    pub async fn member_list(&mut self) -> Result<MemberListResponse> {
+        self.cluster_client().member_list().await
     }
 
     /// The Election service's client, sharing this connection.

@@ -74,6 +74,7 @@ impl Default for RaftTiming {
 }
 
 struct Server {
+    id: u64,
     name: String,
     raft: Raft,
     endpoint: Endpoint,
@@ -135,6 +136,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     .expect("raft starts on a fresh or recovered log");
 
     let server = Arc::new(Server {
+        id: spec.id,
         name: spec.name.clone(),
         raft: raft.clone(),
         endpoint: endpoint.clone(),
@@ -267,6 +269,21 @@ impl Server {
             }
             ClientRequest::Zk(request) => self.zk(request).await,
             ClientRequest::Election(request) => self.election(request).await,
+            ClientRequest::Status => self.status(),
+        }
+    }
+
+    /// etcd's Status, from this member's own Raft metrics and applied state.
+    fn status(&self) -> ClientReply {
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        let applied = lock(&self.applied);
+        ClientReply::Status {
+            member_id: self.id,
+            leader: metrics.current_leader,
+            raft_term: metrics.current_term,
+            raft_index: metrics.last_log_index.unwrap_or(0),
+            raft_applied_index: metrics.last_applied.as_ref().map_or(0, |log_id| log_id.index),
+            revision: applied.store.revision(),
         }
     }
 
