@@ -403,16 +403,22 @@ impl Client {
 /// The server an endpoint names: `s2`, `s2:2379`, `http://s2:2379`, `10.0.0.2:2379`.
 fn server_of(env: &ClientEnv, endpoint: &str) -> Result<u64> {
     let rest = endpoint.strip_prefix("http://").or_else(|| endpoint.strip_prefix("https://")).unwrap_or(endpoint);
-    let host = rest.rsplit_once(':').map_or(rest, |(host, _)| host);
-    let by_name = host.strip_prefix('s').and_then(|n| n.parse::<u64>().ok());
-    let found = env.servers.iter().find(|(id, addr)| Some(*id) == by_name || addr.ip().to_string() == host);
-    found.map(|(id, _)| *id).ok_or_else(|| {
+    server_named(env, rest).ok_or_else(|| {
         Error::EndpointError(format!(
             "{endpoint:?} names no server of this cluster (s1..s{}, or 10.0.0.1..10.0.0.{})",
             env.servers.len(),
             env.servers.len()
         ))
     })
+}
+
+/// The server `host:port` names (`s2:2379`, `10.0.0.2:2181`; the port is not checked), for the
+/// etcd endpoints and the ZooKeeper connect string alike.
+pub(crate) fn server_named(env: &ClientEnv, entry: &str) -> Option<u64> {
+    let host = entry.rsplit_once(':').map_or(entry, |(host, _)| host);
+    let by_name = host.strip_prefix('s').and_then(|n| n.parse::<u64>().ok());
+    let found = env.servers.iter().find(|(id, addr)| Some(*id) == by_name || addr.ip().to_string() == host);
+    found.map(|(id, _)| *id)
 }
 
 /// Bytes as text: the simulated store keeps keys and values as UTF-8 strings.

@@ -440,10 +440,7 @@ fn check_cluster(env: &ClientEnv, cluster: &str) -> Result<()> {
         return Err(Error::BadArguments("no servers in the connect string".into()));
     }
     for entry in entries {
-        let host = entry.rsplit_once(':').map_or(entry, |(host, _)| host);
-        let by_name = host.strip_prefix('s').and_then(|n| n.parse::<u64>().ok());
-        let known = env.servers.iter().any(|(id, addr)| Some(*id) == by_name || addr.ip().to_string() == host);
-        if !known {
+        if crate::etcd::server_named(env, entry).is_none() {
             return Err(Error::BadArguments(format!(
                 "{entry:?} names no server of this ensemble (s1..s{})",
                 env.servers.len()
