@@ -145,8 +145,15 @@ pub enum Event {
     /// The node's clock reads `local_ns` (ns since the run started, by that clock) at this true
     /// time and from now on advances at `rate_ppm` (1_000_000 = true speed). Recorded at the
     /// start for every node whose clock is not true time, and at each change (jump, rate change,
-    /// strobe flip), so local time can be computed for any entry.
-    Clock { local_ns: i64, rate_ppm: u64 },
+    /// strobe flip), so local time can be computed for any entry. `clock` says which of the
+    /// node's clocks the record is about: both while they agree (no jumps), else the wall and the
+    /// monotonic clock each have records of their own.
+    Clock {
+        local_ns: i64,
+        rate_ppm: u64,
+        #[serde(default, skip_serializing_if = "WhichClock::is_both")]
+        clock: WhichClock,
+    },
     /// A server changed role, as its own Raft metrics say.
     Role { role: RaftRole, term: u64 },
     /// A lease expired: the leader's lessor found it past its deadline (by the leader's local
@@ -263,6 +270,32 @@ pub enum WatchEndReason {
 pub enum Phase {
     Start,
     End,
+}
+
+/// Which of a node's clocks a `clock` record describes. A real machine has two: the wall clock,
+/// which jumps when the time is stepped, and the monotonic clock, which never jumps; both follow
+/// a faster or slower oscillator. Service timers read the monotonic one (etcd's lessor and Raft,
+/// ZooKeeper's session tracker); Redis key expiry and timestamps read the wall clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhichClock {
+    /// Both clocks (they agree: no jump on this node so far). Histories written before nodes had
+    /// two clocks have only these.
+    #[default]
+    Both,
+    Wall,
+    Monotonic,
+}
+
+impl WhichClock {
+    pub fn is_both(&self) -> bool {
+        *self == WhichClock::Both
+    }
+
+    /// Whether a record of this kind describes the `reader` clock.
+    pub fn describes(self, reader: WhichClock) -> bool {
+        self == WhichClock::Both || self == reader
+    }
 }
 
 /// The kinds of fault the nemesis injects (see the scenario format for their parameters).

@@ -329,7 +329,7 @@ fn lease_liveness_reads_ttl_on_the_leaders_clock() {
     // s1's clock runs at half speed: 5.05 s of its time take 10.1 s. Late in true time, on time
     // by design.
     let mut b = silent_owner();
-    b.push(0, "s1", Event::Clock { local_ns: 0, rate_ppm: 500_000 }).expiry(11_500, 1);
+    b.push(0, "s1", Event::Clock { local_ns: 0, rate_ppm: 500_000, clock: Default::default() }).expiry(11_500, 1);
     assert_eq!(b.verdict(Property::LeaseLiveness), Verdict::Pass, "deadline 1.01 + 10.1 = 11.11 s");
     let mut true_time = silent_owner();
     true_time.expiry(11_500, 1);

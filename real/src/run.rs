@@ -290,7 +290,7 @@ async fn drive<C: Cluster>(
     // Skewed clocks: recorded for the checkers and reports (local = offset + rate × true time).
     for spec in &scenario.clock {
         let rate_ppm = (spec.rate * 1e6).round() as u64;
-        journal.record_at(0, &spec.node, Event::Clock { local_ns: spec.offset.ns, rate_ppm });
+        journal.record_at(0, &spec.node, Event::Clock { local_ns: spec.offset.ns, rate_ppm, clock: Default::default() });
     }
     let mut clients: Vec<ClientProc> = Vec::new();
     for index in 0..scenario.clients.count {

@@ -14,6 +14,8 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("slow-client-clock-safe-margin", include_str!("../library/slow-client-clock-safe-margin.toml")),
     ("late-client-deadline", include_str!("../library/late-client-deadline.toml")),
     ("late-client-deadline-fixed", include_str!("../library/late-client-deadline-fixed.toml")),
+    ("wall-clock-deadline", include_str!("../library/wall-clock-deadline.toml")),
+    ("wall-clock-deadline-fixed", include_str!("../library/wall-clock-deadline-fixed.toml")),
     ("grant-to-expired-waiter", include_str!("../library/grant-to-expired-waiter.toml")),
     ("grant-to-expired-waiter-fixed", include_str!("../library/grant-to-expired-waiter-fixed.toml")),
     ("deposed-leader-expires-leases", include_str!("../library/deposed-leader-expires-leases.toml")),

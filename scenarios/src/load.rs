@@ -219,6 +219,17 @@ mod tests {
     }
 
     #[test]
+    fn a_deadline_clock_without_a_deadline_or_of_an_unknown_kind_is_an_error() {
+        let text = GOOD.replace("ttl = \"5s\"", "ttl = \"5s\"\nclient_deadline_clock = \"wall\"");
+        let error = error_of(&text);
+        assert!(error.contains("field `lock.client_deadline_clock`: applies only with lock.client_deadline"), "{error}");
+        let text = GOOD.replace("ttl = \"5s\"", "ttl = \"5s\"\nclient_deadline = \"3s\"\nclient_deadline_clock = \"tai\"");
+        let error = error_of(&text);
+        let line = text.lines().position(|l| l.starts_with("client_deadline_clock")).unwrap() + 1;
+        assert!(error.starts_with(&format!("bad.toml:{line}: ")) && error.contains("unknown variant `tai`"), "{error}");
+    }
+
+    #[test]
     fn missing_cluster_is_reported() {
         let text = GOOD.replace("[cluster]\nservers = 3\n", "");
         let error = error_of(&text);

@@ -12,9 +12,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use coordsim_checker::history::{History, NodeRole};
+use coordsim_checker::history::{History, NodeRole, WhichClock};
 use madsim::runtime::{Handle, Runtime};
 
+use crate::client::ClientDeadline;
 use crate::clock::{Clock, registry};
 use crate::kv_workload::{KvPlan, KvRole, run_kv_client};
 use crate::nemesis::{self, Member, Topology};
@@ -202,7 +203,10 @@ pub async fn simulate_with(scenario: Scenario, code: ClientCode) -> History {
                     backoff: lock.backoff.map(|b| b.0),
                     lock_name: lock.name.clone(),
                     ttl_ms: lock.ttl.ms(),
-                    deadline_ms: lock.client_deadline.map(|d| d.ms()),
+                    deadline: lock.client_deadline.map(|d| ClientDeadline {
+                        ms: d.ms(),
+                        clock: lock.client_deadline_clock.unwrap_or_default(),
+                    }),
                     start,
                     hold: scenario.clients.hold.0,
                     writes_per_hold: scenario.clients.writes_per_hold,
@@ -284,13 +288,22 @@ pub async fn simulate_with(scenario: Scenario, code: ClientCode) -> History {
     history
 }
 
-/// Records each segment of a node's clock schedule when it begins, so that a report can tell
-/// the node's local time at any entry.
-async fn record_clock(node: String, schedule: crate::clock::ClockSchedule, epoch: Instant, recorder: Recorder) {
-    for (start_ns, local_ns, rate_ppm) in schedule.segments() {
+/// Records each segment of a node's clocks when it begins, so that a report can tell the node's
+/// local time at any entry: one set of records while the two clocks agree, else the wall clock's
+/// and the monotonic clock's, in time order (wall first at equal times).
+async fn record_clock(node: String, schedule: crate::clock::NodeSchedule, epoch: Instant, recorder: Recorder) {
+    let mut segments: Vec<(u64, i64, u64, WhichClock)> = Vec::new();
+    if schedule.is_single() {
+        segments.extend(schedule.wall.segments().map(|(at, local, rate)| (at, local, rate, WhichClock::Both)));
+    } else {
+        segments.extend(schedule.wall.segments().map(|(at, local, rate)| (at, local, rate, WhichClock::Wall)));
+        segments.extend(schedule.monotonic.segments().map(|(at, local, rate)| (at, local, rate, WhichClock::Monotonic)));
+        segments.sort_by_key(|(at, ..)| *at); // stable: wall first
+    }
+    for (start_ns, local_ns, rate_ppm, clock) in segments {
         if start_ns > 0 {
             madsim::time::sleep_until(epoch + std::time::Duration::from_nanos(start_ns)).await;
         }
-        recorder.record(&node, coordsim_checker::history::Event::Clock { local_ns, rate_ppm });
+        recorder.record(&node, coordsim_checker::history::Event::Clock { local_ns, rate_ppm, clock });
     }
 }

@@ -165,6 +165,11 @@ pub struct LockSpec {
     /// Unset: the client acts until its session learns that the lease is gone (etcd clientv3).
     #[serde(default)]
     pub client_deadline: Option<Dur>,
+    /// Which of the client's clocks times `client_deadline`: `monotonic` (unset; as etcd's
+    /// clientv3 times its keepalive deadline, and ZooKeeper's client its read timeout) or `wall`
+    /// (a deadline computed from wall-clock timestamps, which a jump of the client's clock moves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_deadline_clock: Option<crate::clock::ClockKind>,
     /// etcd-cas only: after a wakeup, wait a random time in [0, backoff) before trying again
     /// (jitter spreads the herd's retries, not its wakeups).
     #[serde(default)]
@@ -739,6 +744,9 @@ impl Scenario {
                 format!("{deadline} must be above 0 and at most {}", Dur(DURATION_MAX))
             })?;
         }
+        check(lock.client_deadline.is_some() || lock.client_deadline_clock.is_none(), "lock.client_deadline_clock", || {
+            "applies only with lock.client_deadline".to_string()
+        })?;
         check(!lock.name.is_empty() && !lock.name.ends_with('/'), "lock.name", || {
             format!("{:?} must be non-empty and must not end with '/'", lock.name)
         })?;

@@ -11,7 +11,7 @@ use madsim::net::Endpoint;
 use crate::client::election::{campaign, resign};
 use crate::client::zk::ZkClient;
 use crate::client::{
-    Client, LockError, Session, lock, lock_api, lock_cas, lock_semaphore, lock_zk, unlock, unlock_api, unlock_cas,
+    Client, ClientDeadline, LockError, Session, lock, lock_api, lock_cas, lock_semaphore, lock_zk, unlock, unlock_api, unlock_cas,
     unlock_zk,
 };
 use crate::clock::Clock;
@@ -37,9 +37,9 @@ pub struct ClientPlan {
     pub backoff: Option<Duration>,
     pub lock_name: String,
     pub ttl_ms: u64,
-    /// How long the client keeps acting after its last acknowledged keepalive, by its clock
-    /// (`None`: until its session learns that the lease is gone, as etcd clientv3 does).
-    pub deadline_ms: Option<u64>,
+    /// How long the client keeps acting after its last acknowledged keepalive, and by which of
+    /// its clocks (`None`: until its session learns that the lease is gone, as etcd clientv3 does).
+    pub deadline: Option<ClientDeadline>,
     /// True instant at which the client starts (after a crash it restarts at once).
     pub start: std::time::Instant,
     pub hold: Duration,
@@ -79,7 +79,7 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
             &recorder,
             &plan.name,
             plan.ttl_ms,
-            plan.deadline_ms,
+            plan.deadline,
             plan.bugs.ignore_keepalive_failure,
             plan.keepalive,
         )

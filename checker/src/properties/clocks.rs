@@ -1,5 +1,6 @@
 //! Each node's clock as the history's `clock` records describe it: local time as a function of
-//! true time, piecewise linear (a rate per segment, jumps between segments).
+//! true time, piecewise linear (a rate per segment, jumps between segments). A node has a wall
+//! and a monotonic clock ([`WhichClock`]); the services' timers read the monotonic one.
 //!
 //! A node without records keeps true time. A record at true time `t` says the clock reads
 //! `local_ns` at `t` and from then on advances `rate_ppm` millionths of a nanosecond per
@@ -7,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::history::{Event, History};
+use crate::history::{Event, History, WhichClock};
 
 const RATE_ONE_PPM: i128 = 1_000_000;
 
@@ -32,10 +33,19 @@ pub struct Clocks {
 }
 
 impl Clocks {
+    /// The monotonic clocks, which every timer of the services reads (lease expiry, session
+    /// timeouts, Raft).
     pub fn from_history(history: &History) -> Clocks {
+        Clocks::of(history, WhichClock::Monotonic)
+    }
+
+    /// The `which` clock of every node (`Both` reads records that describe both clocks only).
+    pub fn of(history: &History, which: WhichClock) -> Clocks {
         let mut by_node: BTreeMap<String, Vec<Segment>> = BTreeMap::new();
         for entry in &history.entries {
-            if let Event::Clock { local_ns, rate_ppm } = entry.event {
+            if let Event::Clock { local_ns, rate_ppm, clock } = entry.event
+                && clock.describes(which)
+            {
                 let segments = by_node.entry(entry.node.clone()).or_default();
                 if segments.is_empty() && entry.time_ns > 0 {
                     // True time until the first record.
@@ -121,7 +131,7 @@ mod tests {
         let mut history = History::new("t", 1);
         history.nodes.push(NodeInfo { name: "s1".into(), role: NodeRole::Server });
         for &(time_ns, local_ns, rate_ppm) in records {
-            history.entries.push(Entry { time_ns, node: "s1".into(), event: Event::Clock { local_ns, rate_ppm } });
+            history.entries.push(Entry { time_ns, node: "s1".into(), event: Event::Clock { local_ns, rate_ppm, clock: Default::default() } });
         }
         Clocks::from_history(&history)
     }
@@ -164,5 +174,22 @@ mod tests {
         assert_eq!(c.timer_fires_ns("s1", 1100, 1000), 2100);
         assert_eq!(c.latest_timer_fires_ns("s1", 900, 1100, 1000), 2400, "set at 1000, just before the jump");
         assert_eq!(c.latest_timer_fires_ns("s1", 1050, 1100, 1000), 2100, "no jump in the window");
+    }
+
+    #[test]
+    fn timers_read_the_monotonic_records_and_ignore_the_wall_jumps() {
+        // A node whose wall clock jumped +10000 at 1000: its monotonic clock kept true time.
+        let mut history = History::new("t", 1);
+        history.nodes.push(NodeInfo { name: "s1".into(), role: NodeRole::Server });
+        let records = [(0, 0, WhichClock::Both), (1000, 11_000, WhichClock::Wall), (1000, 1000, WhichClock::Monotonic)];
+        for (time_ns, local_ns, clock) in records {
+            let event = Event::Clock { local_ns, rate_ppm: 1_000_000, clock };
+            history.entries.push(Entry { time_ns, node: "s1".into(), event });
+        }
+        let monotonic = Clocks::from_history(&history);
+        assert_eq!(monotonic.timer_fires_ns("s1", 500, 2000), 2500, "the jump does not move a timer");
+        let wall = Clocks::of(&history, WhichClock::Wall);
+        assert_eq!(wall.local_ns("s1", 2000), 12_000);
+        assert_eq!(wall.timer_fires_ns("s1", 500, 2000), 1000, "a wall timer fires at the jump");
     }
 }

@@ -32,7 +32,7 @@ impl Effects for Recorded {
     }
 
     fn now(&self) -> Duration {
-        Duration::from_nanos(self.0.local_now_ns().max(0) as u64)
+        Duration::from_nanos(self.0.monotonic_now_ns().max(0) as u64)
     }
 }
 

@@ -243,7 +243,10 @@ struct Builder {
     leases: BTreeMap<i64, OpenLease>,
     beliefs: BTreeMap<(String, String, i64), (u64, usize)>,
     faults: BTreeMap<u64, (u64, usize, FaultRecord)>,
+    /// Each node's wall clock (the clock a node shows as its time).
     clocks: BTreeMap<String, Vec<ClockSegment>>,
+    /// The monotonic clocks of nodes whose two clocks differ (a jump): for the lane's note.
+    monotonic: BTreeMap<String, Vec<ClockSegment>>,
     /// The history writes to more than one resource: one row per resource.
     several_resources: bool,
 }
@@ -261,6 +264,7 @@ impl Builder {
             beliefs: BTreeMap::new(),
             faults: BTreeMap::new(),
             clocks: BTreeMap::new(),
+            monotonic: BTreeMap::new(),
             several_resources: several_resources(history),
         };
         let has_faults = history.entries.iter().any(|e| matches!(e.event, Event::Fault { .. }) || e.node == "nemesis");
@@ -539,7 +543,11 @@ impl Builder {
         if kind == "clock"
             && let Some(segment) = clock_segment(time_ns, value)
         {
-            self.clocks.entry(node.to_string()).or_default().push(segment);
+            let clocks = match value.get("clock").and_then(|c| c.as_str()) {
+                Some("monotonic") => &mut self.monotonic,
+                _ => &mut self.clocks,
+            };
+            clocks.entry(node.to_string()).or_default().push(segment);
             return;
         }
         let mark = Mark::new(time_ns, Shape::Dot, format!("event t-{}", css_ident(&kind)), kind.replace('_', " "))
@@ -582,6 +590,12 @@ impl Builder {
         for (node, segments) in &self.clocks {
             if let Some(&lane) = self.lane_of.get(node.as_str()) {
                 self.lanes[lane].note = clock_note(segments);
+                if let Some(monotonic) = self.monotonic.get(node) {
+                    // A jump stepped the wall clock only: say where the monotonic one stands.
+                    let note = clock_note(monotonic);
+                    let note = if note.is_empty() { "true time".to_string() } else { note.replacen("clock ", "", 1) };
+                    self.lanes[lane].note = format!("wall {}; monotonic {note}", self.lanes[lane].note.replacen("clock ", "", 1));
+                }
             }
         }
     }
@@ -740,6 +754,23 @@ mod tests {
             vec![ClockSegment { start_ns: 0, local_at_start_ns: 1_500_000_000, rate_ppm: 1_000_200 }]
         );
         assert_eq!(builder.lanes[builder.lane_of["s1"]].note, "clock +1.500 s ×1.000200");
+    }
+
+    #[test]
+    fn a_node_with_a_jumped_wall_clock_shows_the_wall_clock_and_notes_the_monotonic_one() {
+        let h = history();
+        let mut builder = Builder::new(&h, h.duration_ns);
+        let records = [
+            (0, serde_json::json!({"type": "clock", "local_ns": 0, "rate_ppm": 1_000_000})),
+            (1_000_000_000, serde_json::json!({"type": "clock", "local_ns": 21_000_000_000i64, "rate_ppm": 1_000_000, "clock": "wall"})),
+            (1_000_000_000, serde_json::json!({"type": "clock", "local_ns": 1_000_000_000, "rate_ppm": 1_000_000, "clock": "monotonic"})),
+        ];
+        for (i, (at, event)) in records.iter().enumerate() {
+            builder.generic_event(i, *at, "s1", event);
+        }
+        builder.close_open_things();
+        assert_eq!(builder.clocks["s1"].len(), 2, "the wall clock's two segments");
+        assert_eq!(builder.lanes[builder.lane_of["s1"]].note, "wall +20.000 s ×1.000000; monotonic true time");
     }
 
     #[test]

@@ -127,14 +127,23 @@ impl Ctx {
         self.env.recorder.record(&self.env.name, Event::User { name: name.to_string(), attrs });
     }
 
-    /// Sleeps `duration` of this node's local time (its clock's rate and jumps apply).
+    /// Sleeps `duration` of this node's monotonic clock, as `tokio::time::sleep` does (its rate
+    /// applies; a jump of the wall clock does not).
     pub async fn sleep(&self, duration: Duration) {
         self.env.clock.sleep(duration).await;
     }
 
-    /// This node's local time since the run began (ns by its clock, signed: an offset clock may
-    /// read before 0).
-    pub fn local_now_ns(&self) -> i64 {
+    /// This node's wall clock (`SystemTime::now`): ns since the run began by that clock, signed
+    /// (an offset clock may read before 0). `clock-jump` and `clock-strobe` faults step it, and
+    /// `[[clock]]` offsets and `clock-rate` faults move it. Code that computes a deadline from
+    /// wall timestamps (a lock value holding an expiry time, say) reads this.
+    pub fn wall_now_ns(&self) -> i64 {
+        self.env.clock.wall_now().0
+    }
+
+    /// This node's monotonic clock (`Instant::now`): ns, signed, with the `[[clock]]` offset as
+    /// its arbitrary origin; it follows the clock's rate and never jumps.
+    pub fn monotonic_now_ns(&self) -> i64 {
         self.env.clock.now().0
     }
 }

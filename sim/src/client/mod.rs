@@ -19,7 +19,7 @@ use crate::rpc::{ClientReply, ClientRequest, WatchBatch, WatchOptions};
 use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
 
 pub use lock::{LockError, lock, lock_api, lock_cas, lock_semaphore, unlock, unlock_api, unlock_cas};
-pub use session::{Session, SessionEnd};
+pub use session::{ClientDeadline, Session, SessionEnd};
 pub use zk_lock::{lock_zk, unlock_zk, zk_leader};
 
 /// How long one RPC may take before the client tries another server.

@@ -17,11 +17,19 @@ use coordsim_checker::history::{Call, Return};
 use tokio::sync::Notify;
 
 use super::Client;
-use crate::clock::LocalTime;
+use crate::clock::{ClockKind, LocalTime};
 use crate::recorder::Recorder;
 use crate::rpc::ClientReply;
 use crate::scenario::KeepAliveMode;
 use crate::store::{Command, CommandResponse, LeaseId};
+
+/// A client-side lease deadline: the client stops acting `ms` after sending its last
+/// acknowledged keepalive, as `clock` measures it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientDeadline {
+    pub ms: u64,
+    pub clock: ClockKind,
+}
 
 /// Why a session ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,8 +89,8 @@ pub struct Session {
 impl Session {
     /// Grants a lease with `ttl_ms` and starts keeping it alive. Records the grant and every
     /// keepalive as operations of `node`. `None` if the grant got no answer in time.
-    /// `deadline_ms`: `Some` for a client that stops acting exactly that long after its last
-    /// acknowledged keepalive (by its clock); `None` for etcd clientv3's behaviour: the session
+    /// `deadline`: `Some` for a client that stops acting exactly that long after its last
+    /// acknowledged keepalive (by the clock it names); `None` for etcd clientv3's behaviour: the session
     /// ends when the cluster answers "lease not found", or when a keepalive attempt finds that
     /// none was acknowledged for a TTL. `keepalive`: renewed in the background, or only
     /// between holds.
@@ -91,12 +99,13 @@ impl Session {
         recorder: &Recorder,
         node: &str,
         ttl_ms: u64,
-        deadline_ms: Option<u64>,
+        deadline: Option<ClientDeadline>,
         ignore_failures: bool,
         keepalive: KeepAliveMode,
     ) -> Option<Session> {
         // The lease can be no older than the moment the grant was sent: count from there.
-        let sent = client.clock().now();
+        let deadline_clock = deadline.map_or(ClockKind::Monotonic, |d| d.clock);
+        let sent = client.clock().read(deadline_clock);
         let op = recorder.invoke(node, Call::LeaseGrant { ttl_ms });
         let granted = client.write(Command::LeaseGrant { id: 0, ttl_ms }, Duration::from_millis(ttl_ms)).await;
         let (lease, ttl_ms) = match granted {
@@ -118,8 +127,9 @@ impl Session {
             node: node.to_string(),
             lease,
             ttl_ms,
-            deadline_ms: deadline_ms.unwrap_or(ttl_ms),
-            watch_deadline: deadline_ms.is_some(),
+            deadline_ms: deadline.map_or(ttl_ms, |d| d.ms),
+            deadline_clock,
+            watch_deadline: deadline.is_some(),
             ignore_failures,
             last_ack_sent: sent,
         };
@@ -174,14 +184,15 @@ struct KeepAlive {
     node: String,
     lease: LeaseId,
     ttl_ms: u64,
-    /// How long after `last_ack_sent` the client keeps believing in the lease, by its clock.
+    /// How long after `last_ack_sent` the client keeps believing in the lease, by `deadline_clock`.
     deadline_ms: u64,
+    deadline_clock: ClockKind,
     /// Whether the client watches that deadline continuously (a client with a local lease
     /// deadline), or only notices it when a keepalive attempt ends (etcd clientv3's default).
     watch_deadline: bool,
     /// The `ignore_keepalive_failure` bug switch: failed keepalives never end the session.
     ignore_failures: bool,
-    /// When the last acknowledged keepalive (or the grant) was sent, by the client's clock: the
+    /// When the last acknowledged keepalive (or the grant) was sent, by `deadline_clock`: the
     /// server extended the lease no earlier than that.
     last_ack_sent: LocalTime,
 }
@@ -199,32 +210,37 @@ impl KeepAlive {
     /// (docs/cases/06).
     async fn until_end(&mut self, state: &State) -> SessionEnd {
         let clock = self.client.clock().clone();
-        // Three keepalives per TTL (etcd), or per client deadline when that is shorter.
+        let by_deadline_clock = || clock.read(self.deadline_clock);
+        let past = |deadline: LocalTime| clock.sleep_until_on(self.deadline_clock, deadline);
+        // Three keepalives per TTL (etcd), or per client deadline when that is shorter; the
+        // interval is timed on the monotonic clock, as every client library's ticker is.
         let interval = Duration::from_millis((self.ttl_ms.min(self.deadline_ms) / 3).max(1));
         let mut next = clock.now().plus(interval);
         loop {
             let deadline = self.last_ack_sent.plus_ms(self.deadline_ms);
             // Without a watched deadline it is only checked after an attempt (below).
             let watched = if self.watch_deadline && !self.ignore_failures { deadline } else { LocalTime(i64::MAX) };
-            if clock.now() >= watched {
+            if by_deadline_clock() >= watched {
                 return SessionEnd::KeepAliveTimeout;
             }
             if clock.now() < next {
-                clock.sleep_until(next.min(watched)).await;
+                let tick = std::pin::pin!(clock.sleep_until(next));
+                let expire = std::pin::pin!(past(watched));
+                futures::future::select(tick, expire).await;
                 continue;
             }
             if state.holding() {
                 // The client's loop is busy in its critical section: the keepalive waits for it.
                 let released = std::pin::pin!(state.wait_released());
-                let expire = std::pin::pin!(clock.sleep_until(watched));
+                let expire = std::pin::pin!(past(watched));
                 futures::future::select(released, expire).await;
                 continue;
             }
             next = clock.now().plus(interval);
-            let sent = clock.now();
+            let sent = by_deadline_clock();
             let op = self.recorder.invoke(&self.node, Call::LeaseKeepAlive { lease: self.lease });
             let call = std::pin::pin!(self.client.keep_alive(self.lease, interval));
-            let expire = std::pin::pin!(clock.sleep_until(watched));
+            let expire = std::pin::pin!(past(watched));
             let reply = match futures::future::select(call, expire).await {
                 futures::future::Either::Left((reply, _)) => reply,
                 futures::future::Either::Right(((), _)) => {
@@ -249,7 +265,7 @@ impl KeepAlive {
             // Against the deadline as this attempt left it: an acknowledgement just received
             // moved it (checking the one computed before the attempt ended sessions whose
             // renewal had just succeeded, a false expiry `spurious_expiry` caught).
-            if clock.now() >= self.last_ack_sent.plus_ms(self.deadline_ms) && !self.ignore_failures {
+            if by_deadline_clock() >= self.last_ack_sent.plus_ms(self.deadline_ms) && !self.ignore_failures {
                 return SessionEnd::KeepAliveTimeout;
             }
         }

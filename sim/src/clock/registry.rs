@@ -17,8 +17,8 @@ use crate::node::current_node_name;
 struct Registry {
     /// The run's start, for tasks that have no clock of their own.
     epoch: Option<Instant>,
-    /// Node name → its clock, and the last time handed to openraft (its monotonic view).
-    clocks: BTreeMap<String, (Clock, i64)>,
+    /// Node name → its clock.
+    clocks: BTreeMap<String, Clock>,
 }
 
 thread_local! {
@@ -30,7 +30,7 @@ pub fn install(epoch: Instant, clocks: BTreeMap<String, Clock>) {
     REGISTRY.with(|registry| {
         *registry.borrow_mut() = Registry {
             epoch: Some(epoch),
-            clocks: clocks.into_iter().map(|(name, clock)| (name, (clock, i64::MIN))).collect(),
+            clocks,
         };
     });
 }
@@ -40,7 +40,7 @@ pub fn current() -> Clock {
     let name = current_node_name();
     REGISTRY.with(|registry| {
         let mut registry = registry.borrow_mut();
-        if let Some((clock, _)) = name.as_ref().and_then(|name| registry.clocks.get(name)) {
+        if let Some(clock) = name.as_ref().and_then(|name| registry.clocks.get(name)) {
             return clock.clone();
         }
         let epoch = *registry.epoch.get_or_insert_with(Instant::now);
@@ -48,16 +48,8 @@ pub fn current() -> Clock {
     })
 }
 
-/// The running task's node time as openraft must see it: never decreasing.
+/// The running task's monotonic clock, which openraft's timers read (etcd's Raft ticks on Go
+/// tickers, monotonic too).
 pub fn monotonic_now() -> LocalTime {
-    let name = current_node_name();
-    REGISTRY.with(|registry| {
-        let mut registry = registry.borrow_mut();
-        if let Some((clock, last)) = name.as_ref().and_then(|name| registry.clocks.get_mut(name)) {
-            *last = (*last).max(clock.now().0);
-            return LocalTime(*last);
-        }
-        let epoch = *registry.epoch.get_or_insert_with(Instant::now);
-        Clock::true_time(epoch).now()
-    })
+    current().now()
 }

@@ -139,6 +139,47 @@ impl ClockSchedule {
     }
 }
 
+/// A node's two clocks over the run, as a real machine has them: the wall clock
+/// (`CLOCK_REALTIME`, Go's wall reading, Java's `System.currentTimeMillis`) takes every change,
+/// and the monotonic clock (`CLOCK_MONOTONIC`, Go's monotonic reading, `System.nanoTime`) takes
+/// only the rate changes: a jump (an operator or NTP stepping the time) moves the wall clock
+/// alone, while a faster or slower oscillator moves both.
+///
+/// The monotonic clock starts at the wall clock's offset. Its origin is arbitrary on a real
+/// machine too; sharing the offset keeps the two equal until the first jump, so a node without
+/// jumps has one clock and its history one set of `clock` records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeSchedule {
+    pub wall: ClockSchedule,
+    pub monotonic: ClockSchedule,
+}
+
+impl NodeSchedule {
+    /// Both clocks at true time.
+    pub fn true_time() -> Self {
+        NodeSchedule { wall: ClockSchedule::true_time(), monotonic: ClockSchedule::true_time() }
+    }
+
+    /// The wall clock of [`ClockSchedule::new`], and the monotonic clock of the same offset, rate
+    /// and rate changes.
+    pub fn new(offset_ns: i64, rate_ppm: u64, changes: Vec<ClockChange>) -> Self {
+        let rates = changes.iter().copied().filter(|c| matches!(c, ClockChange::Rate { .. })).collect();
+        NodeSchedule {
+            wall: ClockSchedule::new(offset_ns, rate_ppm, changes),
+            monotonic: ClockSchedule::new(offset_ns, rate_ppm, rates),
+        }
+    }
+
+    /// Whether the two clocks read the same all run (no jumps).
+    pub fn is_single(&self) -> bool {
+        self.wall == self.monotonic
+    }
+
+    pub fn is_true_time(&self) -> bool {
+        self.wall.is_true_time() && self.monotonic.is_true_time()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,5 +277,21 @@ mod tests {
         );
         assert_eq!(a, b);
         assert_eq!(a.local_at(5 * S), 10 * S_I);
+    }
+
+    #[test]
+    fn a_jump_moves_the_wall_clock_and_not_the_monotonic_one() {
+        let changes = vec![
+            ClockChange::Jump { at_ns: 2 * S, by_ns: 20 * S_I },
+            ClockChange::Rate { at_ns: 4 * S, rate_ppm: 2 * RATE_ONE_PPM },
+        ];
+        let node = NodeSchedule::new(S_I, RATE_ONE_PPM, changes);
+        assert!(!node.is_single());
+        assert_eq!(node.wall.local_at(3 * S), 24 * S_I);
+        assert_eq!(node.monotonic.local_at(3 * S), 4 * S_I, "offset kept, jump ignored");
+        assert_eq!(node.wall.local_at(5 * S) - node.wall.local_at(4 * S), 2 * S_I, "the rate moves the wall clock");
+        assert_eq!(node.monotonic.local_at(5 * S) - node.monotonic.local_at(4 * S), 2 * S_I, "and the monotonic one");
+        let rate_only = NodeSchedule::new(0, RATE_ONE_PPM, vec![ClockChange::Rate { at_ns: S, rate_ppm: RATE_MIN_PPM }]);
+        assert!(rate_only.is_single());
     }
 }

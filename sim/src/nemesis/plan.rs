@@ -8,7 +8,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
-use crate::clock::{ClockChange, ClockSchedule, RATE_ONE_PPM};
+use crate::clock::{ClockChange, NodeSchedule, RATE_ONE_PPM};
 use crate::scenario::{
     Chaos, DurRange, FaultKindSpec, PartitionShape, ReplyKind, Scenario, ScenarioError, ScheduledFault, SignedDur,
     check, rate_in_bounds,
@@ -143,8 +143,9 @@ pub fn to_toml(plan: &[PlannedFault]) -> String {
     toml::to_string(&timeline).expect("a fault plan always serializes")
 }
 
-/// Each node's clock over the run: its `[[clock]]` start plus every clock fault of the plan.
-pub fn clock_schedule(scenario: &Scenario, plan: &[PlannedFault], node: &str) -> ClockSchedule {
+/// Each node's clocks over the run: its `[[clock]]` start plus every clock fault of the plan.
+/// Jumps and strobes step the wall clock only; a rate change moves both (see [`NodeSchedule`]).
+pub fn clock_schedule(scenario: &Scenario, plan: &[PlannedFault], node: &str) -> NodeSchedule {
     let (offset_ns, rate_ppm) =
         scenario.clock.iter().find(|c| c.node == node).map_or((0, RATE_ONE_PPM), |c| (c.offset.ns, rate_ppm(c.rate)));
     let mut changes = Vec::new();
@@ -176,7 +177,7 @@ pub fn clock_schedule(scenario: &Scenario, plan: &[PlannedFault], node: &str) ->
             _ => {}
         }
     }
-    ClockSchedule::new(offset_ns, rate_ppm, changes)
+    NodeSchedule::new(offset_ns, rate_ppm, changes)
 }
 
 /// Local seconds per true second → parts per million.
