@@ -148,6 +148,13 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
     if scenario.observers.is_some() {
         return Err(unsupported("observers", "observers (watch-only clients) run only in the simulator so far"));
     }
+    if system == System::Etcd && scenario.cluster.etcd.lease_checkpoint_interval.is_some() {
+        return Err(unsupported(
+            "cluster.etcd.lease_checkpoint_interval",
+            "real etcd has no flag for the lease checkpoint interval (a fixed 5 minutes in 3.4 to 3.6: \
+             lease/lessor.go defaultLeaseCheckpointInterval)",
+        ));
+    }
     if !scenario.cluster.fsync {
         return Err(unsupported(
             "cluster.fsync",
@@ -208,7 +215,9 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
     let started = std::time::Instant::now();
     let history = match system {
         System::Etcd => {
-            let cluster = EtcdCluster::start(&dirs.cluster(), servers, procs.clone(), hosts.clone()).await?;
+            let checkpoint = scenario.cluster.etcd.lease_checkpoint;
+            let cluster =
+                EtcdCluster::start(&dirs.cluster(), servers, checkpoint, procs.clone(), hosts.clone()).await?;
             let ready = started.elapsed();
             (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts).await?, ready)
         }
@@ -290,7 +299,11 @@ async fn drive<C: Cluster>(
     // Skewed clocks: recorded for the checkers and reports (local = offset + rate × true time).
     for spec in &scenario.clock {
         let rate_ppm = (spec.rate * 1e6).round() as u64;
-        journal.record_at(0, &spec.node, Event::Clock { local_ns: spec.offset.ns, rate_ppm, clock: Default::default() });
+        journal.record_at(
+            0,
+            &spec.node,
+            Event::Clock { local_ns: spec.offset.ns, rate_ppm, clock: Default::default() },
+        );
     }
     let mut clients: Vec<ClientProc> = Vec::new();
     for index in 0..scenario.clients.count {

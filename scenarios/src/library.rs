@@ -26,6 +26,7 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("self-eviction-fixed", include_str!("../library/self-eviction-fixed.toml")),
     ("ttl-reset-on-leader-change", include_str!("../library/ttl-reset-on-leader-change.toml")),
     ("ttl-reset-on-leader-change-fixed", include_str!("../library/ttl-reset-on-leader-change-fixed.toml")),
+    ("ttl-reset-despite-lease-checkpoint", include_str!("../library/ttl-reset-despite-lease-checkpoint.toml")),
     ("session-timeout-too-short", include_str!("../library/session-timeout-too-short.toml")),
     ("session-timeout-long-enough", include_str!("../library/session-timeout-long-enough.toml")),
     ("stale-reads", include_str!("../library/stale-reads.toml")),

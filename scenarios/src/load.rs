@@ -222,11 +222,39 @@ mod tests {
     fn a_deadline_clock_without_a_deadline_or_of_an_unknown_kind_is_an_error() {
         let text = GOOD.replace("ttl = \"5s\"", "ttl = \"5s\"\nclient_deadline_clock = \"wall\"");
         let error = error_of(&text);
-        assert!(error.contains("field `lock.client_deadline_clock`: applies only with lock.client_deadline"), "{error}");
-        let text = GOOD.replace("ttl = \"5s\"", "ttl = \"5s\"\nclient_deadline = \"3s\"\nclient_deadline_clock = \"tai\"");
+        assert!(
+            error.contains("field `lock.client_deadline_clock`: applies only with lock.client_deadline"),
+            "{error}"
+        );
+        let text =
+            GOOD.replace("ttl = \"5s\"", "ttl = \"5s\"\nclient_deadline = \"3s\"\nclient_deadline_clock = \"tai\"");
         let error = error_of(&text);
         let line = text.lines().position(|l| l.starts_with("client_deadline_clock")).unwrap() + 1;
         assert!(error.starts_with(&format!("bad.toml:{line}: ")) && error.contains("unknown variant `tai`"), "{error}");
+    }
+
+    #[test]
+    fn an_unknown_etcd_release_or_an_interval_without_checkpoints_is_an_error() {
+        let etcd = |body: &str| {
+            GOOD.replace("[cluster]\nservers = 3\n", &format!("[cluster]\nservers = 3\n\n[cluster.etcd]\n{body}\n"))
+        };
+        let text = etcd("version = \"3.3\"");
+        let error = error_of(&text);
+        let line = text.lines().position(|l| l.starts_with("version")).unwrap() + 1;
+        assert!(
+            error.starts_with(&format!("bad.toml:{line}: ")) && error.contains("unknown etcd release \"3.3\""),
+            "{error}"
+        );
+        let error = error_of(&etcd("lease_checkpoint_interval = \"2s\""));
+        assert!(
+            error.contains(
+                "field `cluster.etcd.lease_checkpoint_interval`: applies only with cluster.etcd.lease_checkpoint = true"
+            ),
+            "{error}"
+        );
+        let error = error_of(&etcd("lease_checkpoint = true\nlease_checkpoint_interval = \"10ms\""));
+        assert!(error.contains("must be between 1s and"), "{error}");
+        assert!(super::parse("good.toml", &etcd("version = \"3.4.19\"\nlease_checkpoint = true")).is_ok());
     }
 
     #[test]

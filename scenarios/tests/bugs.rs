@@ -76,7 +76,8 @@ fn unsynced_appends_lose_acknowledged_writes_and_synced_ones_do_not() {
 
 /// docs/cases/04: c1 takes the lock and dies; the leader crashes every 3 s. Restarting every
 /// lease at its full 4 s TTL on each leader change keeps c1's lease (and the lock) alive for as
-/// long as the churn lasts; continuing from the checkpointed remaining TTL lets it expire.
+/// long as the churn lasts; continuing from the checkpointed remaining TTL (checkpoints every
+/// 1.5 s) lets it expire; a stock etcd (checkpoints off) keeps it alive as the bug does.
 #[test]
 fn ttl_reset_on_leader_change_keeps_a_dead_clients_lease_alive() {
     let mut churn = String::new();
@@ -86,7 +87,8 @@ fn ttl_reset_on_leader_change_keeps_a_dead_clients_lease_alive() {
             3000 + 3000 * i
         ));
     }
-    let text = |bug: bool| {
+    let text = |bug: bool, checkpoint: bool| {
+        let interval = if checkpoint { "lease_checkpoint_interval = \"1500ms\"" } else { "" };
         format!(
             r#"
 name = "ttl-reset"
@@ -94,6 +96,9 @@ summary = "leader churn"
 duration = "32s"
 [cluster]
 servers = 3
+[cluster.etcd]
+lease_checkpoint = {checkpoint}
+{interval}
 [lock]
 recipe = "etcd-mutex"
 name = "/locks/r"
@@ -135,12 +140,15 @@ progress = "any"
             _ => None,
         })
     };
-    let fixed = run_text(&text(false), 1);
+    let fixed = run_text(&text(false, true), 1);
     let expired = expiry_of_c1(&fixed).expect("with checkpoints the dead client's lease expires");
     assert!(expired < 12 * S, "expired at {expired} despite the churn");
-    let broken = run_text(&text(true), 1);
+    let broken = run_text(&text(true, true), 1);
     let expired = expiry_of_c1(&broken);
     assert!(expired.is_none_or(|t| t > 22 * S), "with the bug the lease lives through the churn: {expired:?}");
+    let stock = run_text(&text(false, false), 1);
+    let expired = expiry_of_c1(&stock);
+    assert!(expired.is_none_or(|t| t > 22 * S), "stock etcd: the lease lives through the churn: {expired:?}");
 }
 
 /// With the switch off, a new leader continues each lease from its predecessor's *last

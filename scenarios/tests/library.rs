@@ -78,7 +78,8 @@ fn sweep_detects_each_planted_bug_and_switch_off_runs_stay_clean() {
         ("follower_reads_without_read_index", "linearizable"),
         ("grant_without_lease_check", "grant_live_lease"),
         ("ignore_keepalive_failure", "single_holder"),
-        ("ttl_reset_on_leader_change", "lease_liveness"),
+        // Not ttl_reset_on_leader_change: with etcd's checkpoint rules its swarm's fixed system
+        // fails lease_liveness too, which it therefore expects "any" (the scenario says why).
         ("watch_skip_at_compaction", "watch"),
     ];
     for (switch, property) in expected_catcher {
@@ -220,12 +221,12 @@ fn explain_prints_the_teaching_text_and_each_property_with_its_expectation() {
 #[test]
 fn shrinking_the_split_brain_seed_leaves_one_pause_and_two_clients_and_still_fails() {
     let dir = scratch("shrink");
-    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "81", "--out", dir.to_str().unwrap()]);
+    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "11", "--out", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     let path = dir.join("minimal.toml");
     let minimal = coordsim::load::parse("minimal.toml", &std::fs::read_to_string(&path).unwrap()).unwrap();
     let original = coordsim::load::resolve("split-brain-chaos").unwrap().scenario;
-    assert!(coordsim_sim::nemesis::plan::plan(&original, 81).len() > 5, "the drawn plan had many faults");
+    assert!(coordsim_sim::nemesis::plan::plan(&original, 11).len() > 5, "the drawn plan had many faults");
     assert_eq!(minimal.nemesis.len(), 1, "{:?}", minimal.nemesis);
     assert_eq!(minimal.nemesis[0].kind, coordsim_sim::scenario::FaultKindSpec::Pause);
     assert_eq!(minimal.clients.count, 2);
@@ -236,21 +237,21 @@ fn shrinking_the_split_brain_seed_leaves_one_pause_and_two_clients_and_still_fai
     }
     // The written file, run as a user would, fails mutual exclusion again (and expects to).
     let rerun = dir.join("rerun");
-    let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "81", "--out", rerun.to_str().unwrap()]);
+    let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "11", "--out", rerun.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
-    let summary = std::fs::read_to_string(rerun.join("split-brain-chaos-seed-81-min/seed-81/summary.json")).unwrap();
+    let summary = std::fs::read_to_string(rerun.join("split-brain-chaos-seed-11-min/seed-11/summary.json")).unwrap();
     let summary = coordsim_reports::RunSummary::from_json(&summary).unwrap();
     assert_eq!(summary.verdict("mutual_exclusion"), Some(coordsim_checker::verdict::Verdict::Fail));
 }
 
 #[test]
 fn shrink_rejects_a_seed_without_a_failure() {
-    // split-brain-chaos seed 1 fails nothing (README): nothing to shrink.
+    // split-brain-chaos seed 5 fails nothing: nothing to shrink.
     let dir = scratch("shrink-none");
-    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "1", "--out", dir.to_str().unwrap()]);
-    assert_bad_input(&out, &["no property fails in split-brain-chaos seed 1"]);
+    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "5", "--out", dir.to_str().unwrap()]);
+    assert_bad_input(&out, &["no property fails in split-brain-chaos seed 5"]);
     assert_bad_input(
-        &coordsim(&["shrink", "split-brain-chaos", "--seed", "1", "--property", "nope"]),
+        &coordsim(&["shrink", "split-brain-chaos", "--seed", "5", "--property", "nope"]),
         &["unknown property \"nope\""],
     );
 }

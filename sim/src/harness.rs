@@ -122,6 +122,7 @@ pub async fn simulate_with(scenario: Scenario, code: ClientCode) -> History {
             bootstrap: id == 1,
             raft: RaftTiming::default(),
             bugs: scenario.bugs,
+            lease: scenario.cluster.etcd.lease_policy(RaftTiming::default().election_timeout_min_ms),
             watch_event_cost: scenario.cluster.watch_event_cost.map_or(Duration::ZERO, |cost| cost.0),
         };
         // Outside the node's tasks, so that it survives a crash of the node.
@@ -203,10 +204,9 @@ pub async fn simulate_with(scenario: Scenario, code: ClientCode) -> History {
                     backoff: lock.backoff.map(|b| b.0),
                     lock_name: lock.name.clone(),
                     ttl_ms: lock.ttl.ms(),
-                    deadline: lock.client_deadline.map(|d| ClientDeadline {
-                        ms: d.ms(),
-                        clock: lock.client_deadline_clock.unwrap_or_default(),
-                    }),
+                    deadline: lock
+                        .client_deadline
+                        .map(|d| ClientDeadline { ms: d.ms(), clock: lock.client_deadline_clock.unwrap_or_default() }),
                     start,
                     hold: scenario.clients.hold.0,
                     writes_per_hold: scenario.clients.writes_per_hold,
@@ -297,7 +297,8 @@ async fn record_clock(node: String, schedule: crate::clock::NodeSchedule, epoch:
         segments.extend(schedule.wall.segments().map(|(at, local, rate)| (at, local, rate, WhichClock::Both)));
     } else {
         segments.extend(schedule.wall.segments().map(|(at, local, rate)| (at, local, rate, WhichClock::Wall)));
-        segments.extend(schedule.monotonic.segments().map(|(at, local, rate)| (at, local, rate, WhichClock::Monotonic)));
+        segments
+            .extend(schedule.monotonic.segments().map(|(at, local, rate)| (at, local, rate, WhichClock::Monotonic)));
         segments.sort_by_key(|(at, ..)| *at); // stable: wall first
     }
     for (start_ns, local_ns, rate_ppm, clock) in segments {

@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod clock;
+pub mod etcd_release;
 pub mod harness;
 pub mod kv_workload;
 pub mod lessor;

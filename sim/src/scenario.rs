@@ -12,6 +12,8 @@ use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::Verdict;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::etcd_release::EtcdRelease;
+use crate::lessor::LeasePolicy;
 pub use crate::recipe::EntryLifetime;
 use crate::resource::ResourceMode;
 
@@ -88,6 +90,48 @@ pub struct Cluster {
     /// Absent (the default): watch notifications cost nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_event_cost: Option<Dur>,
+    /// The etcd release and lease configuration the servers stand for (`[cluster.etcd]`).
+    #[serde(default, skip_serializing_if = "EtcdSpec::is_default")]
+    pub etcd: EtcdSpec,
+}
+
+/// `[cluster.etcd]`: which etcd the servers behave as, where releases and flags differ
+/// (`crate::etcd_release` lists the facts and their sources). Today that is the lessor: whether
+/// and when it checkpoints remaining TTLs, so whether a leader change restarts leases.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtcdSpec {
+    /// A release line (`"3.4"`, `"3.5"`, `"3.6"`: its latest patch) or a patch release
+    /// (`"3.5.1"`). Default 3.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<EtcdRelease>,
+    /// etcd's `--experimental-enable-lease-checkpoint` (3.6: `--feature-gates=LeaseCheckpoint=true`):
+    /// the leader records leases' remaining TTLs in the log, so a new leader continues them.
+    /// Default false, as in every etcd release.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lease_checkpoint: bool,
+    /// How often a lease is checkpointed; only leases with more TTL left than this ever are.
+    /// Default etcd's fixed 5 minutes (no command-line flag: only embedders set
+    /// `LessorConfig.CheckpointInterval`, as etcd's integration tests do). Needs `lease_checkpoint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_checkpoint_interval: Option<Dur>,
+}
+
+impl EtcdSpec {
+    fn is_default(&self) -> bool {
+        *self == EtcdSpec::default()
+    }
+
+    /// The release, default 3.5.
+    pub fn release(&self) -> EtcdRelease {
+        self.version.unwrap_or_default()
+    }
+
+    /// The servers' lessor; `election_timeout_ms` is what a promotion adds to every lease.
+    pub fn lease_policy(&self, election_timeout_ms: u64) -> LeasePolicy {
+        let interval_ms = self.lease_checkpoint_interval.map(|d| d.0.as_millis() as u64);
+        self.release().lease_policy(self.lease_checkpoint, interval_ms, election_timeout_ms)
+    }
 }
 
 /// The largest `cluster.watch_event_cost`.
@@ -684,6 +728,16 @@ impl Scenario {
             (Workload::UserCode, None, None) => {}
             (Workload::Builtin, _, _) => self.validate_workload()?,
         }
+        if let Some(interval) = self.cluster.etcd.lease_checkpoint_interval {
+            check(self.cluster.etcd.lease_checkpoint, "cluster.etcd.lease_checkpoint_interval", || {
+                "applies only with cluster.etcd.lease_checkpoint = true".to_string()
+            })?;
+            check(
+                (Duration::from_secs(1)..=DURATION_MAX).contains(&interval.0),
+                "cluster.etcd.lease_checkpoint_interval",
+                || format!("{interval} must be between 1s and {}s", DURATION_MAX.as_secs()),
+            )?;
+        }
         if let Some(cost) = self.cluster.watch_event_cost {
             check(cost.0 <= WATCH_EVENT_COST_MAX, "cluster.watch_event_cost", || {
                 format!("{cost} must be at most {}", Dur(WATCH_EVENT_COST_MAX))
@@ -744,9 +798,11 @@ impl Scenario {
                 format!("{deadline} must be above 0 and at most {}", Dur(DURATION_MAX))
             })?;
         }
-        check(lock.client_deadline.is_some() || lock.client_deadline_clock.is_none(), "lock.client_deadline_clock", || {
-            "applies only with lock.client_deadline".to_string()
-        })?;
+        check(
+            lock.client_deadline.is_some() || lock.client_deadline_clock.is_none(),
+            "lock.client_deadline_clock",
+            || "applies only with lock.client_deadline".to_string(),
+        )?;
         check(!lock.name.is_empty() && !lock.name.ends_with('/'), "lock.name", || {
             format!("{:?} must be non-empty and must not end with '/'", lock.name)
         })?;

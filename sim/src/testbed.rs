@@ -58,6 +58,7 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
                 bootstrap: id == 1,
                 raft: RaftTiming::default(),
                 bugs: Bugs::default(),
+                lease: crate::lessor::LeasePolicy::default(),
                 watch_event_cost: std::time::Duration::ZERO,
             };
             let durable = Arc::new(Mutex::new(Durable::new(true)));

@@ -11,8 +11,8 @@ use madsim::net::Endpoint;
 use crate::client::election::{campaign, resign};
 use crate::client::zk::ZkClient;
 use crate::client::{
-    Client, ClientDeadline, LockError, Session, lock, lock_api, lock_cas, lock_semaphore, lock_zk, unlock, unlock_api, unlock_cas,
-    unlock_zk,
+    Client, ClientDeadline, LockError, Session, lock, lock_api, lock_cas, lock_semaphore, lock_zk, unlock, unlock_api,
+    unlock_cas, unlock_zk,
 };
 use crate::clock::Clock;
 use crate::netfault;

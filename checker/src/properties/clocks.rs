@@ -131,7 +131,11 @@ mod tests {
         let mut history = History::new("t", 1);
         history.nodes.push(NodeInfo { name: "s1".into(), role: NodeRole::Server });
         for &(time_ns, local_ns, rate_ppm) in records {
-            history.entries.push(Entry { time_ns, node: "s1".into(), event: Event::Clock { local_ns, rate_ppm, clock: Default::default() } });
+            history.entries.push(Entry {
+                time_ns,
+                node: "s1".into(),
+                event: Event::Clock { local_ns, rate_ppm, clock: Default::default() },
+            });
         }
         Clocks::from_history(&history)
     }

@@ -92,6 +92,17 @@ impl Leadership {
         Leadership { promotions, reigns }
     }
 
+    /// When the leader of `promotion` was elected: the start of its leadership that holds the
+    /// promotion (its lessor may take over later), else the promotion itself.
+    pub fn elected_ns(&self, promotion: &Promotion) -> u64 {
+        self.reigns
+            .iter()
+            .filter(|r| r.server == promotion.server && r.start_ns <= promotion.time_ns)
+            .map(|r| r.start_ns)
+            .max()
+            .unwrap_or(promotion.time_ns)
+    }
+
     /// Whether the history says anything about leaders.
     pub fn is_empty(&self) -> bool {
         self.reigns.is_empty()

@@ -9,16 +9,20 @@
 //!   there the lease lives TTL **by the leader's clock** (the `clock` records give it: a slow
 //!   leader clock lengthens leases in true time, by design), then the leader's expiry loop notices
 //!   within one tick ([`EXPIRY_TICK_MS`], also by its clock).
-//! - **Every leader change lengthens the lease.** Without checkpoints (a history with no
-//!   `lease_checkpoint` record: etcd 3.4, and the `ttl_reset_on_leader_change` bug) a new leader
-//!   restarts each lease at its full TTL from its promotion, so leader churn lengthens a lease by
-//!   up to one TTL per change. With checkpoints (etcd 3.5; the simulator's fixed path) it continues
-//!   from the remaining TTL of the last checkpoint it applied: a `lease_checkpoint` record, or a
-//!   renewal (the server checkpoints a full TTL before acknowledging it, unrecorded). Which one it
-//!   applied last is not known exactly — one committed less than [`ELECTION_TIMEOUT_MAX_MS`]
-//!   before the promotion may not have reached it — so the largest remaining TTL among the last
-//!   checkpoint before that and those after it counts; a lease lengthened by a full TTL where its
-//!   checkpoints say less then fails (docs/cases/04). Promotions are the `lessor_promoted`
+//! - **A leader change may lengthen the lease by little.** A new leader continues each lease
+//!   from the remaining TTL its predecessor last recorded, plus one election timeout
+//!   ([`PROMOTION_EXTEND_MS`]: etcd's `Promote(electionTimeout)`). What it may have recorded are
+//!   the points of the lease: `lease_checkpoint` records, and renewals (a full TTL: a renewal
+//!   clears the checkpoint). Which one it applied last is not known exactly — one committed less
+//!   than [`ELECTION_TIMEOUT_MAX_MS`] before the promotion may not have reached it — so the
+//!   largest among the last point before that and those after it counts, each aged by the time
+//!   from it to the new leader's election (the old leader's countdown ran until then) beyond
+//!   [`CHECKPOINT_STALENESS_MS`] (what servers that checkpoint every 2 s may lag). This is the promise a user's lock relies on: a dead holder's lease ends about a TTL
+//!   after its last renewal, however often the leader changes. etcd keeps it only with lease
+//!   checkpoints on and an interval shorter than the TTL; stock etcd (3.4 to 3.6: checkpoints
+//!   off, and a 5-minute interval when on) restarts every lease at its full TTL on each leader
+//!   change, so churn keeps a dead client's lease alive and this property fails (docs/cases/04,
+//!   etcd issues 9395, 13294, 17132). Promotions are the `lessor_promoted`
 //!   records (a leader's lessor takes over once the leader has applied an entry of its own
 //!   term, which can be long after its election if a fault holds it back), or the `role leader`
 //!   records in a history without them; those up to the bound count (a leader can change while
@@ -44,12 +48,20 @@ use std::collections::BTreeMap;
 
 use crate::history::{Event, History, NodeRole, Phase};
 use crate::properties::clocks::Clocks;
-use crate::properties::leaders::Leadership;
+use crate::properties::leaders::{Leadership, Promotion};
 use crate::properties::leases::{LeaseRecord, Renewal, crashes, leases};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
 /// How often the leader looks for expired leases, by its clock (sim/src/server.rs `EXPIRY_TICK`).
 pub const EXPIRY_TICK_MS: u64 = 50;
+/// What a promotion adds to every lease: the election timeout (etcd server.go
+/// `lessor.Promote(electionTimeout)`; the simulator's is `RaftTiming::default`'s 150 ms).
+pub const PROMOTION_EXTEND_MS: u64 = 150;
+/// How far behind the truth a new leader's view of a lease may be when the servers checkpoint as
+/// the promise assumes: one 2 s checkpoint interval, the 500 ms checkpoint tick and two commits
+/// (a renewal's clearing, then the checkpoint). A point older than this at the new leader's election counts
+/// only for what it would have left by then.
+pub const CHECKPOINT_STALENESS_MS: u64 = 2_000 + 500 + 2 * COMMIT_ALLOWANCE_MS;
 /// Raft's largest election timeout (sim/src/server.rs `RaftTiming::default`).
 pub const ELECTION_TIMEOUT_MAX_MS: u64 = 300;
 /// After a fault that may block commits ends, the time Raft gets to resume before the deadline
@@ -87,8 +99,6 @@ struct Context<'a> {
     crashes: BTreeMap<&'a str, Vec<u64>>,
     /// (start, end) of every fault that may block the revocation's commit.
     blocking: Vec<(u64, u64)>,
-    /// The servers checkpoint leases: the history has `lease_checkpoint` records.
-    checkpointed: bool,
 }
 
 pub(super) fn check(history: &History) -> PropertyReport {
@@ -98,7 +108,6 @@ pub(super) fn check(history: &History) -> PropertyReport {
         leadership: Leadership::from_history(history),
         crashes: crashes(history),
         blocking: blocking_faults(history),
-        checkpointed: history.entries.iter().any(|e| matches!(e.event, Event::LeaseCheckpoint { .. })),
     };
     let leases = leases(history);
     let mut findings = Vec::new();
@@ -246,10 +255,12 @@ fn bound(context: &Context<'_>, lease: &LeaseRecord) -> Bound {
     loop {
         let limit_ns = (deadline_ns + slack_ns).min(end_ns);
         if let Some(promotion) = promotions.next_if(|p| p.time_ns <= limit_ns) {
-            let remaining_ns =
-                if context.checkpointed { remaining_at(context, lease, promotion.time_ns) * MS } else { ttl_ns };
-            let restarted_ns =
-                context.clocks.timer_fires_ns(&promotion.server, promotion.time_ns, remaining_ns + tick_ns);
+            let remaining_ns = remaining_at(context, lease, promotion) * MS;
+            let restarted_ns = context.clocks.timer_fires_ns(
+                &promotion.server,
+                promotion.time_ns,
+                remaining_ns + PROMOTION_EXTEND_MS * MS + tick_ns,
+            );
             if restarted_ns > deadline_ns {
                 deadline_ns = restarted_ns;
                 leader_changes += 1;
@@ -298,10 +309,14 @@ fn blocking_faults(history: &History) -> Vec<(u64, u64)> {
     out
 }
 
-/// The remaining TTL (ms) a leader promoted at `promotion_ns` continues the lease from, with
-/// checkpoints: the largest of the last checkpoint it surely applied and those it may have
-/// applied (see the module documentation). Renewals count as checkpoints of a full TTL.
-fn remaining_at(context: &Context<'_>, lease: &LeaseRecord, promotion_ns: u64) -> u64 {
+/// The remaining TTL (ms) a leader promoted at `promotion_ns` may continue the lease from: the
+/// largest of the last point it surely applied and those it may have applied (see the module
+/// documentation), each aged by the time from it to the new leader's election (when the old
+/// leader's countdown stopped counting) beyond [`CHECKPOINT_STALENESS_MS`]. Points are
+/// `lease_checkpoint` records and renewals (a full TTL: a renewal clears the checkpoint).
+fn remaining_at(context: &Context<'_>, lease: &LeaseRecord, promotion: &Promotion) -> u64 {
+    let promotion_ns = promotion.time_ns;
+    let elected_ns = context.leadership.elected_ns(promotion);
     let renewals = lease.renewals.iter().map(|r| (latest_ns(context, &lease.owner, r), lease.ttl_ms));
     let recorded = lease.checkpoints.iter().map(|(ns, remaining, _)| (*ns, *remaining));
     let points: Vec<(u64, u64)> = renewals.chain(recorded).filter(|(ns, _)| *ns <= promotion_ns).collect();
@@ -309,5 +324,9 @@ fn remaining_at(context: &Context<'_>, lease: &LeaseRecord, promotion_ns: u64) -
     let last_applied =
         points.iter().filter(|(ns, _)| *ns <= surely_applied_ns).max_by_key(|(ns, remaining)| (*ns, *remaining));
     let maybe_applied = points.iter().filter(|(ns, _)| *ns > surely_applied_ns);
-    last_applied.into_iter().chain(maybe_applied).map(|(_, remaining)| *remaining).max().unwrap_or(lease.ttl_ms)
+    let aged = |(ns, remaining): &(u64, u64)| {
+        let age_ms = elected_ns.saturating_sub(*ns) / MS;
+        remaining.saturating_sub(age_ms.saturating_sub(CHECKPOINT_STALENESS_MS))
+    };
+    last_applied.into_iter().chain(maybe_applied).map(aged).max().unwrap_or(lease.ttl_ms)
 }

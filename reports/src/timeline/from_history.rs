@@ -594,7 +594,8 @@ impl Builder {
                     // A jump stepped the wall clock only: say where the monotonic one stands.
                     let note = clock_note(monotonic);
                     let note = if note.is_empty() { "true time".to_string() } else { note.replacen("clock ", "", 1) };
-                    self.lanes[lane].note = format!("wall {}; monotonic {note}", self.lanes[lane].note.replacen("clock ", "", 1));
+                    self.lanes[lane].note =
+                        format!("wall {}; monotonic {note}", self.lanes[lane].note.replacen("clock ", "", 1));
                 }
             }
         }
@@ -762,8 +763,14 @@ mod tests {
         let mut builder = Builder::new(&h, h.duration_ns);
         let records = [
             (0, serde_json::json!({"type": "clock", "local_ns": 0, "rate_ppm": 1_000_000})),
-            (1_000_000_000, serde_json::json!({"type": "clock", "local_ns": 21_000_000_000i64, "rate_ppm": 1_000_000, "clock": "wall"})),
-            (1_000_000_000, serde_json::json!({"type": "clock", "local_ns": 1_000_000_000, "rate_ppm": 1_000_000, "clock": "monotonic"})),
+            (
+                1_000_000_000,
+                serde_json::json!({"type": "clock", "local_ns": 21_000_000_000i64, "rate_ppm": 1_000_000, "clock": "wall"}),
+            ),
+            (
+                1_000_000_000,
+                serde_json::json!({"type": "clock", "local_ns": 1_000_000_000, "rate_ppm": 1_000_000, "clock": "monotonic"}),
+            ),
         ];
         for (i, (at, event)) in records.iter().enumerate() {
             builder.generic_event(i, *at, "s1", event);

@@ -42,7 +42,7 @@ use coordsim_reports::{Outcome, RunSummary, SUMMARY_SCHEMA};
 use coordsim_sim::harness::{self, ClientCode, ClientEnv, UserBody};
 use coordsim_sim::resource::ResourceMode;
 use coordsim_sim::scenario::{
-    Bugs, Chaos, Clients, ClockSpec, Cluster, Dur, Expectation, Scenario, ScheduledFault, SignedDur,
+    Bugs, Chaos, Clients, ClockSpec, Cluster, Dur, EtcdSpec, Expectation, Scenario, ScheduledFault, SignedDur,
 };
 
 pub use checker::{Checker, outcome, register_for_cli, registered_for_cli};
@@ -130,7 +130,7 @@ impl Testbed {
             summary: String::new(),
             description: String::new(),
             duration: Dur(Duration::from_secs(30)),
-            cluster: Cluster { servers: 3, fsync: true, watch_event_cost: None },
+            cluster: Cluster { servers: 3, fsync: true, watch_event_cost: None, etcd: EtcdSpec::default() },
             lock: None,
             resource: None,
             kv: None,
@@ -176,6 +176,13 @@ impl Testbed {
     /// Simulated (true) time each seed runs.
     pub fn duration(mut self, duration: Duration) -> Self {
         self.scenario.duration = Dur(duration);
+        self
+    }
+
+    /// The etcd release and lease configuration the servers behave as (`[cluster.etcd]`; default
+    /// a stock etcd 3.5: no lease checkpoints, so a leader change restarts every lease at its TTL).
+    pub fn etcd(mut self, etcd: EtcdSpec) -> Self {
+        self.scenario.cluster.etcd = etcd;
         self
     }
 

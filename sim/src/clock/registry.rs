@@ -28,10 +28,7 @@ thread_local! {
 /// Replaces the registry with the clocks of a new run.
 pub fn install(epoch: Instant, clocks: BTreeMap<String, Clock>) {
     REGISTRY.with(|registry| {
-        *registry.borrow_mut() = Registry {
-            epoch: Some(epoch),
-            clocks,
-        };
+        *registry.borrow_mut() = Registry { epoch: Some(epoch), clocks };
     });
 }
 

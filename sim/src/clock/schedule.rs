@@ -291,7 +291,8 @@ mod tests {
         assert_eq!(node.monotonic.local_at(3 * S), 4 * S_I, "offset kept, jump ignored");
         assert_eq!(node.wall.local_at(5 * S) - node.wall.local_at(4 * S), 2 * S_I, "the rate moves the wall clock");
         assert_eq!(node.monotonic.local_at(5 * S) - node.monotonic.local_at(4 * S), 2 * S_I, "and the monotonic one");
-        let rate_only = NodeSchedule::new(0, RATE_ONE_PPM, vec![ClockChange::Rate { at_ns: S, rate_ppm: RATE_MIN_PPM }]);
+        let rate_only =
+            NodeSchedule::new(0, RATE_ONE_PPM, vec![ClockChange::Rate { at_ns: S, rate_ppm: RATE_MIN_PPM }]);
         assert!(rate_only.is_single());
     }
 }

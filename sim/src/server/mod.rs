@@ -16,7 +16,7 @@ use openraft_rt::WatchReceiver;
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
-use crate::lessor::{LeaseInfo, Lessor, RenewError};
+use crate::lessor::{LeaseInfo, LeasePolicy, Lessor, RenewError};
 use crate::raft::{
     AppendRpc, Applied, ApplyResult, Durable, LogStore, Network, PreVoteRpc, Raft, SnapshotRpc, StateMachine, VoteRpc,
 };
@@ -31,10 +31,8 @@ use crate::store::{
 /// The port every server listens on.
 pub const SERVER_PORT: u16 = 2379;
 
-/// How often the primary checkpoints every lease's remaining TTL through the log: the bound on
-/// how much longer than its TTL a lease can live across one leader change (etcd checkpoints
-/// every 5 minutes; our leases are seconds long).
-const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the primary looks for due lease checkpoints (etcd's lessor `runLoop`: every 500 ms).
+const CHECKPOINT_TICK: Duration = Duration::from_millis(500);
 
 /// The shortest TTL the server grants: shorter requests are raised to it, as etcd raises them to
 /// its minimum (a lease must outlast an election).
@@ -55,6 +53,8 @@ pub struct ServerSpec {
     pub bootstrap: bool,
     pub raft: RaftTiming,
     pub bugs: Bugs,
+    /// How the lessor checkpoints and promotes (`cluster.etcd`).
+    pub lease: LeasePolicy,
     /// True time the apply loop spends per watcher notified of an event (`cluster.watch_event_cost`).
     pub watch_event_cost: Duration,
 }
@@ -93,7 +93,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     let addr = spec.members[&spec.id];
     let endpoint = Endpoint::bind(addr).await.expect("a server binds its own address");
 
-    let lessor = Arc::new(Mutex::new(Lessor::default()));
+    let lessor = Arc::new(Mutex::new(Lessor::new(spec.lease)));
     let applied_notify = Arc::new(Notify::new());
     let on_apply = {
         let lessor = lessor.clone();
@@ -240,6 +240,11 @@ fn track_leases(lessor: &mut Lessor, command: &Command, response: &CommandRespon
             lessor.on_grant(*id, *ttl_ms, clock.now());
         }
         (Command::LeaseRevoke { id, .. }, CommandResponse::LeaseRevoke { .. }) => lessor.on_revoke(*id),
+        (Command::LeaseCheckpoint { checkpoints }, _) => {
+            for (lease, remaining_ms) in checkpoints {
+                lessor.on_checkpoint(*lease, *remaining_ms, clock.now());
+            }
+        }
         _ => {}
     }
 }
@@ -316,26 +321,32 @@ impl Server {
     }
 
     /// etcd LeaseKeepAlive: only a leader that can still reach a quorum may extend a lease, or a
-    /// deposed leader would acknowledge renewals the cluster never made (docs/cases/03). The
-    /// renewal is checkpointed through the log before it is acknowledged, so that a new leader
-    /// continues from it.
+    /// deposed leader would acknowledge renewals the cluster never made (docs/cases/03; etcd's
+    /// `ensureLeadership` in LeaseRenew). A renewal is not replicated, except that with
+    /// checkpoints on, a lease carrying a checkpoint has it cleared through the log first, so a
+    /// new leader gives it a full TTL (etcd `Renew`, `clearRemainingTTL`).
     async fn keep_alive(&self, lease: LeaseId) -> ClientReply {
         // The bug: a deposed leader whose lessor still thinks it is primary renews on its own.
         let deposed_primary = self.bugs.deposed_leader_expires_leases && !self.raft.is_leader();
         if !deposed_primary && let Err(reply) = self.read_index().await {
             return reply;
         }
-        let renewed = lock(&self.lessor).renew(lease, self.clock.now());
+        let (renewed, checkpointing) = {
+            let mut lessor = lock(&self.lessor);
+            (lessor.renew(lease, self.clock.now()), lessor.policy().checkpoint)
+        };
         let ttl_ms = match renewed {
             Ok(ttl_ms) => ttl_ms,
             Err(RenewError::LeaseNotFound) => return ClientReply::LeaseNotFound,
             Err(RenewError::NotPrimary) => return ClientReply::NotLeader { leader: None },
         };
-        if deposed_primary {
+        let carries_checkpoint =
+            || lock(&self.applied).store.lease(lease).is_some_and(|lease| lease.remaining_ms.is_some());
+        if deposed_primary || !checkpointing || !carries_checkpoint() {
             return ClientReply::KeptAlive { ttl_ms };
         }
-        let checkpoint = Command::LeaseCheckpoint { checkpoints: vec![(lease, ttl_ms)] };
-        match self.raft.client_write(checkpoint).await {
+        let clear = Command::LeaseCheckpoint { checkpoints: vec![(lease, 0)] };
+        match self.raft.client_write(clear).await {
             Ok(_) => ClientReply::KeptAlive { ttl_ms },
             Err(error) => match error.forward_to_leader() {
                 Some(forward) => ClientReply::NotLeader { leader: forward.leader_id },
@@ -574,18 +585,19 @@ impl Server {
         }
     }
 
-    /// The primary's checkpoint loop: record every lease's remaining TTL in the log.
+    /// The primary's checkpoint loop: record the remaining TTL of every lease whose checkpoint
+    /// is due (see `crate::lessor`; nothing is ever due with checkpoints off, etcd's default).
     async fn checkpoint_leases(self: Arc<Self>) {
         loop {
-            self.clock.sleep(CHECKPOINT_INTERVAL).await;
+            self.clock.sleep(CHECKPOINT_TICK).await;
             if !self.raft.is_leader() {
                 continue;
             }
-            let checkpoints = lock(&self.lessor).checkpoints(self.clock.now());
+            let checkpoints = lock(&self.lessor).due_checkpoints(self.clock.now());
             if checkpoints.is_empty() {
                 continue;
             }
-            // A failure (lost leadership) is fine: the next leader checkpoints on its own.
+            // A failure (lost leadership) is fine: the next leader schedules its own.
             if self.raft.client_write(Command::LeaseCheckpoint { checkpoints: checkpoints.clone() }).await.is_ok() {
                 for (lease, remaining_ms) in checkpoints {
                     self.recorder.record(&self.name, Event::LeaseCheckpoint { lease, remaining_ms });

@@ -75,11 +75,12 @@ impl LeaseTable {
         Ok(granted)
     }
 
-    /// Record a checkpointed remaining TTL; false if the lease does not exist.
+    /// Record a checkpointed remaining TTL (0 clears it: a full TTL, as etcd's zero value is
+    /// unset); false if the lease does not exist.
     pub fn checkpoint(&mut self, id: LeaseId, remaining_ms: u64) -> bool {
         match self.leases.get_mut(&id) {
             Some(lease) => {
-                lease.remaining_ms = Some(remaining_ms.min(lease.ttl_ms));
+                lease.remaining_ms = (remaining_ms > 0).then(|| remaining_ms.min(lease.ttl_ms));
                 true
             }
             None => false,
