@@ -79,7 +79,7 @@ fn the_simulated_services_source_leads_one_at_a_time_on_real_etcd() {
     let start = Instant::now();
     runtime.block_on(async {
         let procs = Arc::new(Procs::default());
-        let cluster = EtcdCluster::start(&dir, 3, procs.clone(), Hosts::default()).await.expect("etcd starts");
+        let cluster = EtcdCluster::start(&dir, 3, false, procs.clone(), Hosts::default()).await.expect("etcd starts");
         let endpoints = cluster.client_endpoints();
         let local = tokio::task::LocalSet::new();
         for i in 1..=3 {
