@@ -521,14 +521,12 @@ impl Tally {
             })
             .collect();
         let crashed = if self.crashed > 0 { format!(", {} CRASHED", self.crashed) } else { String::new() };
+        // A scenario that expects nothing to fail, where nothing judged failed, says so (issue 17).
+        let verdicts =
+            if properties.is_empty() { "no property it judges failed".to_string() } else { properties.join(", ") };
         format!(
-            "{}: {}/{} seeds as expected{crashed}; {}; dual ownership seen on {}/{}",
-            scenario.name,
-            self.as_expected,
-            self.seeds,
-            properties.join(", "),
-            self.with_dual_ownership,
-            self.seeds
+            "{}: {}/{} seeds as expected{crashed}; {verdicts}; dual ownership seen on {}/{}",
+            scenario.name, self.as_expected, self.seeds, self.with_dual_ownership, self.seeds
         )
     }
 }
@@ -578,4 +576,25 @@ fn peak_rss_mb() -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tally;
+
+    #[test]
+    fn the_summary_line_names_the_judged_failures_or_says_there_were_none() {
+        let clean = crate::load::resolve("swarm-watch-skip-at-compaction").unwrap().scenario;
+        let tally = Tally { seeds: 20, as_expected: 20, ..Tally::default() };
+        let line = tally.line(&clean);
+        assert_eq!(
+            line,
+            "swarm-watch-skip-at-compaction: 20/20 seeds as expected; no property it judges failed; dual ownership seen on 0/20"
+        );
+        let failing = crate::load::resolve("ttl-reset-on-leader-change").unwrap().scenario;
+        let mut tally = Tally { seeds: 20, as_expected: 20, ..Tally::default() };
+        tally.failed.insert("lease_liveness".to_string(), 20);
+        let line = tally.line(&failing);
+        assert!(line.contains("; lease_liveness failed on 20/20 (expected fail); "), "{line}");
+    }
 }
