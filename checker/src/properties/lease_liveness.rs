@@ -17,8 +17,9 @@
 //!   than [`ELECTION_TIMEOUT_MAX_MS`] before the promotion may not have reached it — so the
 //!   largest among the last point before that and those after it counts, each aged by the time
 //!   from it to the new leader's election (the old leader's countdown ran until then) beyond
-//!   [`CHECKPOINT_STALENESS_MS`] (what servers that checkpoint every 2 s may lag). This is the promise a user's lock relies on: a dead holder's lease ends about a TTL
-//!   after its last renewal, however often the leader changes. etcd keeps it only with lease
+//!   [`CHECKPOINT_STALENESS_MS`] (what servers that checkpoint every 2 s may lag). This is the
+//!   promise a user's lock relies on: a dead holder's lease ends about a TTL after its last
+//!   renewal, however often the leader changes. etcd keeps it only with lease
 //!   checkpoints on and an interval shorter than the TTL; stock etcd (3.4 to 3.6: checkpoints
 //!   off, and a 5-minute interval when on) restarts every lease at its full TTL on each leader
 //!   change, so churn keeps a dead client's lease alive and this property fails (docs/cases/04,
@@ -59,8 +60,8 @@ pub const EXPIRY_TICK_MS: u64 = 50;
 pub const PROMOTION_EXTEND_MS: u64 = 150;
 /// How far behind the truth a new leader's view of a lease may be when the servers checkpoint as
 /// the promise assumes: one 2 s checkpoint interval, the 500 ms checkpoint tick and two commits
-/// (a renewal's clearing, then the checkpoint). A point older than this at the new leader's election counts
-/// only for what it would have left by then.
+/// (a renewal's clearing, then the checkpoint). A point older than this at the new leader's
+/// election counts only for what it would have left by then.
 pub const CHECKPOINT_STALENESS_MS: u64 = 2_000 + 500 + 2 * COMMIT_ALLOWANCE_MS;
 /// Raft's largest election timeout (sim/src/server.rs `RaftTiming::default`).
 pub const ELECTION_TIMEOUT_MAX_MS: u64 = 300;

@@ -592,10 +592,8 @@ impl Builder {
                 self.lanes[lane].note = clock_note(segments);
                 if let Some(monotonic) = self.monotonic.get(node) {
                     // A jump stepped the wall clock only: say where the monotonic one stands.
-                    let note = clock_note(monotonic);
-                    let note = if note.is_empty() { "true time".to_string() } else { note.replacen("clock ", "", 1) };
-                    self.lanes[lane].note =
-                        format!("wall {}; monotonic {note}", self.lanes[lane].note.replacen("clock ", "", 1));
+                    let at = |segments| clock_reading(segments).unwrap_or_else(|| "true time".to_string());
+                    self.lanes[lane].note = format!("wall {}; monotonic {}", at(segments), at(monotonic));
                 }
             }
         }
@@ -693,22 +691,25 @@ fn clock_segment(true_ns: u64, value: &serde_json::Value) -> Option<ClockSegment
 
 /// `clock +1.500 s ×1.0002` from the last segment; empty for a clock at true time.
 fn clock_note(segments: &[ClockSegment]) -> String {
-    let Some(last) = segments.last() else {
-        return String::new();
-    };
+    clock_reading(segments).map_or(String::new(), |reading| format!("clock {reading}"))
+}
+
+/// Where a clock stands at its last segment: "+1.500 s ×1.000200"; `None` at true time.
+fn clock_reading(segments: &[ClockSegment]) -> Option<String> {
+    let last = segments.last()?;
     let offset = last.local_at_start_ns - last.start_ns as i64;
     if offset == 0 && last.rate_ppm == 1_000_000 {
-        return String::new();
+        return None;
     }
     let sign = if offset < 0 { "-" } else { "+" };
     let magnitude = offset.unsigned_abs();
-    format!(
-        "clock {sign}{}.{:03} s ×{}.{:06}",
+    Some(format!(
+        "{sign}{}.{:03} s ×{}.{:06}",
         magnitude / 1_000_000_000,
         (magnitude / 1_000_000) % 1000,
         last.rate_ppm / 1_000_000,
         last.rate_ppm % 1_000_000
-    )
+    ))
 }
 
 #[cfg(test)]

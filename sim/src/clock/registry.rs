@@ -34,19 +34,23 @@ pub fn install(epoch: Instant, clocks: BTreeMap<String, Clock>) {
 
 /// The clock of the running task's node.
 pub fn current() -> Clock {
+    with_current(Clock::clone)
+}
+
+/// The running task's monotonic clock, which openraft's timers read (etcd's Raft ticks on Go
+/// tickers, monotonic too). On every Raft timer read: borrows the clock, no clone.
+pub fn monotonic_now() -> LocalTime {
+    with_current(Clock::now)
+}
+
+fn with_current<R>(f: impl FnOnce(&Clock) -> R) -> R {
     let name = current_node_name();
     REGISTRY.with(|registry| {
         let mut registry = registry.borrow_mut();
         if let Some(clock) = name.as_ref().and_then(|name| registry.clocks.get(name)) {
-            return clock.clone();
+            return f(clock);
         }
         let epoch = *registry.epoch.get_or_insert_with(Instant::now);
-        Clock::true_time(epoch)
+        f(&Clock::true_time(epoch))
     })
-}
-
-/// The running task's monotonic clock, which openraft's timers read (etcd's Raft ticks on Go
-/// tickers, monotonic too).
-pub fn monotonic_now() -> LocalTime {
-    current().now()
 }

@@ -622,3 +622,20 @@ fn role_of(state: ServerState) -> RaftRole {
         ServerState::Shutdown => RaftRole::Shutdown,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use coordsim_checker::properties::{ELECTION_TIMEOUT_MAX_MS, EXPIRY_TICK_MS, PROMOTION_EXTEND_MS};
+
+    use super::*;
+
+    /// lease_liveness copies the server's timing to bound an expiry: they must not drift apart.
+    #[test]
+    fn the_lease_liveness_checker_uses_the_servers_timing() {
+        let raft = RaftTiming::default();
+        assert_eq!(PROMOTION_EXTEND_MS, raft.election_timeout_min_ms, "a promotion extends by the election timeout");
+        assert_eq!(LeasePolicy::default().promotion_extend_ms, raft.election_timeout_min_ms);
+        assert_eq!(ELECTION_TIMEOUT_MAX_MS, raft.election_timeout_max_ms);
+        assert_eq!(Duration::from_millis(EXPIRY_TICK_MS), EXPIRY_TICK);
+    }
+}
