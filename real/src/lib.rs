@@ -9,6 +9,10 @@
 //!   run the simulator's recipe cores ([`etcd`], [`zk`]) through the `etcd-client` and
 //!   `zookeeper-client` crates, write to the [`resource`] (fenced or unfenced, over TCP), and
 //!   record into a [`journal`] with the machine's monotonic clock.
+//! - [`testbed`]: a user's own code (compiled against the real etcd-client or zookeeper-client
+//!   crate) as tasks of the test process on a real cluster, each client reaching the servers
+//!   through [`proxy`] links that the test cuts at the simulated test's times; the history is
+//!   the simulator's format, for a differential test of the same source in both worlds.
 //! - [`run`]: one run of a scenario: cluster, resource, clients, the fault plan (pause and crash
 //!   of servers and clients), then the journals merged into one history in the simulator's
 //!   format, for the same checkers and reports.
@@ -23,9 +27,11 @@ pub mod etcd;
 pub mod journal;
 pub mod netns;
 pub mod procs;
+pub mod proxy;
 pub mod resource;
 pub mod run;
 pub mod session;
+pub mod testbed;
 pub mod workload;
 pub mod zk;
 
