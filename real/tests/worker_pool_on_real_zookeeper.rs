@@ -1,17 +1,15 @@
 //! The worker-pool example's own source (`examples/worker-pool/src/pool.rs`), unchanged, compiled
-//! against the real zookeeper-client crate and run on a real 3-server ZooKeeper ensemble, judged by
-//! the same `no_double_assignment` function as in the simulator.
+//! against the real zookeeper-client crate and run on a real 3-server ZooKeeper ensemble under the
+//! fault its simulator test gives it (`examples/worker-pool/tests/partitions.rs`): c1, the first
+//! worker and the leader, cut off from every server at 8 s for 8 s, longer than its 4 s session.
+//! Judged by the same `no_double_assignment` function; the verdicts must be the simulator's.
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::rc::Rc;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use coordsim_checker::history::{Entry, Event, History, NodeInfo, NodeRole};
+use coordsim_checker::history::{Event, History};
 use coordsim_checker::verdict::Verdict;
-use coordsim_real::cluster::{Cluster, Hosts, zookeeper::ZkEnsemble};
-use coordsim_real::procs::Procs;
+use coordsim_real::System;
+use coordsim_real::testbed::{RealCtx, RealTestbed};
 
 // The pool's world: the real zookeeper-client crate under the name the source uses
 // (`super::zookeeper_client` from the pool module).
@@ -26,75 +24,58 @@ mod no_double_assignment;
 
 use pool::{Effects, PARTITIONS, Variant, run_worker};
 
-struct Recorded {
-    name: String,
-    start: Instant,
-    journal: Rc<RefCell<Vec<(Duration, String, Event)>>>,
-}
-
-impl Recorded {
-    fn record(&self, name: &str, attrs: &[(&str, String)]) {
-        let attrs: BTreeMap<String, String> = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        let event = Event::User { name: name.into(), attrs };
-        self.journal.borrow_mut().push((self.start.elapsed(), self.name.clone(), event));
-    }
-}
+/// The simulator test's `Recorded`, on `RealCtx`.
+struct Recorded(RealCtx);
 
 impl Effects for Recorded {
     fn owned(&self, partition: usize) {
-        self.record("own", &[("partition", partition.to_string())]);
+        self.0.record("own", &[("partition", &partition.to_string())]);
     }
 
     fn released(&self, partition: usize, reason: &str) {
-        self.record("release", &[("partition", partition.to_string()), ("reason", reason.to_string())]);
+        self.0.record("release", &[("partition", &partition.to_string()), ("reason", reason)]);
     }
 
     async fn sleep(&self, duration: Duration) {
-        tokio::time::sleep(duration).await;
+        self.0.sleep(duration).await;
     }
 }
 
-#[test]
-fn the_simulated_pools_source_shares_every_partition_once_on_real_zookeeper() {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-    let dir = std::env::temp_dir().join(format!("coordsim-worker-pool-real-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a run folder");
-    let journal = Rc::new(RefCell::new(Vec::new()));
-    let start = Instant::now();
-    runtime.block_on(async {
-        let procs = Arc::new(Procs::default());
-        let ensemble = ZkEnsemble::start(&dir, 3, procs.clone(), Hosts::default()).await.expect("ZooKeeper starts");
-        let cluster = ensemble.client_endpoints().join(",");
-        let local = tokio::task::LocalSet::new();
-        for i in 1..=3 {
-            let effects = Recorded { name: format!("c{i}"), start, journal: journal.clone() };
-            local.spawn_local(run_worker(cluster.clone(), format!("c{i}"), Variant::ClaimsBeforeOwning, effects));
-            // Workers join one after another, so partitions move between them.
-            local.run_until(tokio::time::sleep(Duration::from_secs(2))).await;
-        }
-        local.run_until(tokio::time::sleep(Duration::from_secs(6))).await;
-        drop(local);
-        procs.kill_all();
-    });
-    std::fs::remove_dir_all(&dir).ok();
+/// The simulator test's run, with its tail after the partition cut from 30 s to 22 s.
+fn run(variant: Variant) -> History {
+    RealTestbed::new(format!("worker-pool-{variant:?}-real"), System::Zookeeper)
+        .duration(Duration::from_secs(22))
+        .client_start(Duration::from_secs(1), Duration::from_secs(1))
+        .partition_clients(&["c1"], Duration::from_secs(8), Duration::from_secs(8))
+        .run(3, move |ctx| async move {
+            let (cluster, name) = (ctx.zookeeper_cluster(), ctx.name().to_string());
+            run_worker(cluster, name, variant, Recorded(ctx)).await;
+        })
+        .expect("the run on real ZooKeeper")
+}
 
-    let mut history = History::new("worker-pool-real", 1);
-    history.recorded_on = Some("real zookeeper".into());
-    history.nodes = (1..=3).map(|i| NodeInfo { name: format!("c{i}"), role: NodeRole::Client }).collect();
-    history.entries = journal
-        .borrow()
-        .iter()
-        .map(|(at, node, event)| Entry { time_ns: at.as_nanos() as u64, node: node.clone(), event: event.clone() })
-        .collect();
-    history.duration_ns = start.elapsed().as_nanos() as u64;
-    history.validate().expect("a valid history");
-    let owners: std::collections::BTreeSet<&str> = history
+fn owners(history: &History) -> std::collections::BTreeSet<&str> {
+    history
         .entries
         .iter()
         .filter(|e| matches!(&e.event, Event::User { name, .. } if name == "own"))
         .map(|e| e.node.as_str())
-        .collect();
-    assert_eq!(owners.len(), 3, "every worker owned some of the {PARTITIONS} partitions: {owners:?}");
+        .collect()
+}
+
+#[test]
+fn on_real_zookeeper_workers_that_own_what_they_read_process_a_partition_twice() {
+    let history = run(Variant::OwnsWhatItReads);
+    history.validate().expect("a valid history");
     let report = no_double_assignment::check(&history);
-    assert_eq!(report.verdict, Verdict::Pass, "{}", report.summary);
+    assert_eq!(report.verdict, Verdict::Fail, "as in the simulator: {}", report.summary);
+}
+
+#[test]
+fn on_real_zookeeper_workers_that_claim_before_owning_never_share_a_partition() {
+    let history = run(Variant::ClaimsBeforeOwning);
+    history.validate().expect("a valid history");
+    assert_eq!(owners(&history).len(), 3, "every worker owned some of the {PARTITIONS} partitions");
+    let report = no_double_assignment::check(&history);
+    assert_eq!(report.verdict, Verdict::Pass, "as in the simulator: {}", report.summary);
 }

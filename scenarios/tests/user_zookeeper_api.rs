@@ -179,6 +179,49 @@ fn a_client_cut_off_past_its_timeout_is_disconnected_then_learns_its_session_exp
     assert_eq!(run.verdict("lease_safety"), Some(Verdict::Pass));
 }
 
+/// zookeeper-client 0.11's timers for a 4 s session (its `reset_timeout`): the connection is given
+/// up after 1.6 s without an answer, the request in flight fails with `Custom`; a request made
+/// while disconnected waits, and fails with SessionExpired when the client expires the session on
+/// its own, 5.6 s after it last heard from a server, while still cut off. The same script on real
+/// ZooKeeper: real/tests/zookeeper_session_states.rs.
+#[test]
+fn a_cut_off_client_gives_its_connection_up_and_expires_its_session_on_the_crates_timers() {
+    let testbed =
+        testbed().fault(Fault::partition_clients(&["c1"]).at(Duration::from_secs(5)).lasting(Duration::from_secs(10)));
+    let (log, _) = run(testbed, |ctx, log| async move {
+        let zk = ctx.zookeeper(TIMEOUT).await.unwrap();
+        let seconds = |ctx: &coordsim::testbed::Ctx| ctx.monotonic_now_ns() as f64 / 1e9;
+        let mut last_answer = 0.0;
+        // Reads every 100 ms: each answer is heard; the one in flight at the cut is never answered.
+        let in_flight = loop {
+            match zk.get_data("/absent").await {
+                Err(Error::NoNode) => last_answer = seconds(&ctx),
+                other => break other.err(),
+            }
+            ctx.sleep(Duration::from_millis(100)).await;
+        };
+        let lost = seconds(&ctx) - last_answer;
+        note(&log, format!("in flight: {}", matches!(in_flight, Some(Error::Custom(_)))));
+        note(&log, format!("{:?} after {}", zk.state(), (1.5..=1.7).contains(&lost)));
+        let waited = zk.get_data("/absent").await.err();
+        let expired = seconds(&ctx) - last_answer;
+        note(&log, format!("{waited:?} {:?} after {}", zk.state(), (5.5..=5.7).contains(&expired)));
+        // Healed at 15 s: still expired.
+        ctx.sleep(Duration::from_secs(6)).await;
+        note(&log, format!("{:?}", zk.get_data("/absent").await.err()));
+    });
+    assert_eq!(
+        log,
+        [
+            "in flight: true",
+            "Disconnected after true",
+            "Some(SessionExpired) Expired after true",
+            "Some(SessionExpired)",
+            "done"
+        ]
+    );
+}
+
 #[test]
 fn bad_calls_are_errors_not_panics() {
     let (log, _) = run(testbed(), |ctx, log| async move {

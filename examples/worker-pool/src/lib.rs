@@ -13,8 +13,13 @@
 //! - [`Variant::ClaimsBeforeOwning`]: a partition is owned only through an ephemeral claim node
 //!   `/pool/claims/<p>` of the worker's live session, taken after the previous owner's claim is
 //!   gone; the worker stops processing as soon as its session is no longer connected (Curator's
-//!   SUSPENDED policy), which comes two thirds of the session timeout after its last answered
-//!   ping, before the ensemble can expire the session and its claims.
+//!   SUSPENDED policy), which zookeeper-client says 2/5 of the session timeout after it last
+//!   heard from a server, before the ensemble can expire the session and its claims. It watches
+//!   the session state *while* it works: the crate holds a request made while disconnected until
+//!   it connects again or expires the session itself (7/5 of the timeout), so a worker that
+//!   looks at its state only between requests went on owning past the ensemble's expiry. That
+//!   first fix passed in the simulator while its client failed requests at once, and failed on
+//!   real ZooKeeper (`real/tests/worker_pool_on_real_zookeeper.rs`).
 
 // One source, two worlds: `pool.rs` names `super::zookeeper_client`.
 #[cfg(madsim)]

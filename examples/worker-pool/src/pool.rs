@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::time::Duration;
 
-use super::zookeeper_client::{Acls, Client, CreateMode, Error, SessionState};
+use super::zookeeper_client::{Acls, Client, CreateMode, Error, SessionState, StateWatcher};
 
 /// Partitions 0..PARTITIONS are shared out.
 pub const PARTITIONS: usize = 6;
@@ -85,22 +85,38 @@ impl Worker {
             Ok((_, sequence)) => self.election = Some(format!("n-{sequence}")),
             Err(_) => return,
         }
+        let mut states = self.zk.state_watcher();
         loop {
             let state = self.zk.state();
             if state.is_terminated() {
                 self.release_all(effects, "session expired");
                 return;
             }
-            if self.variant == Variant::ClaimsBeforeOwning && state != SessionState::SyncConnected {
-                self.release_all(effects, "disconnected");
-            } else {
-                if self.leads().await {
-                    self.rebalance().await;
+            match self.variant {
+                Variant::OwnsWhatItReads => self.tick(effects).await,
+                Variant::ClaimsBeforeOwning if state != SessionState::SyncConnected => {
+                    self.release_all(effects, "disconnected")
                 }
-                self.reconcile(effects).await;
+                // Stop owning the moment the session is not connected, even with a request in
+                // flight: zookeeper-client holds a request made while disconnected until it
+                // connects again or the session ends, so a worker that looks at its state only
+                // between requests can go on owning after the ensemble expired its session.
+                Variant::ClaimsBeforeOwning => {
+                    if first_of(self.tick(effects), until_not_connected(&mut states)).await.is_none() {
+                        self.release_all(effects, "disconnected");
+                    }
+                }
             }
             effects.sleep(TICK).await;
         }
+    }
+
+    /// One look: the leader rebalances, every worker brings what it owns in line.
+    async fn tick(&mut self, effects: &impl Effects) {
+        if self.leads().await {
+            self.rebalance().await;
+        }
+        self.reconcile(effects).await;
     }
 
     /// Creates a persistent node if it is missing; false once the session is over.
@@ -204,4 +220,24 @@ fn parse(text: &str) -> BTreeMap<usize, String> {
         .filter_map(|entry| entry.split_once('='))
         .filter_map(|(p, owner)| Some((p.parse().ok()?, owner.to_string())))
         .collect()
+}
+
+/// Returns once the session is not connected.
+async fn until_not_connected(states: &mut StateWatcher) {
+    while states.state() == SessionState::SyncConnected {
+        states.changed().await;
+    }
+}
+
+/// `Some(output)` if `future` finishes first, `None` if `other` does.
+async fn first_of<F: Future, G: Future<Output = ()>>(future: F, other: G) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    let mut other = std::pin::pin!(other);
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(output));
+        }
+        other.as_mut().poll(cx).map(|()| None)
+    })
+    .await
 }

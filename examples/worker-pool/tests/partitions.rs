@@ -83,3 +83,20 @@ fn workers_that_claim_before_owning_never_share_a_partition() {
     assert!(owns >= 6, "only {owns} ownerships in seed 1");
     assert_eq!(sweep.as_expected(), sweep.runs.len());
 }
+
+#[test]
+fn the_same_seed_gives_the_same_history() {
+    let testbed = testbed(Variant::ClaimsBeforeOwning).checker(NoDoubleAssignment);
+    let (first, second) = (testbed.run_seed(5), testbed.run_seed(5));
+    assert_eq!(first.history.to_json(), second.history.to_json());
+    // The session's pings and a disconnection are in it.
+    let pings = first
+        .history
+        .entries
+        .iter()
+        .filter(|e| {
+            matches!(&e.event, Event::Invoke { call: coordsim_checker::history::Call::LeaseKeepAlive { .. }, .. })
+        })
+        .count();
+    assert!(pings > 50, "{pings} pings");
+}

@@ -6,8 +6,9 @@
 //! A client is connected to one server at a time (picked at random, as ZooKeeper shuffles its
 //! connect string); reads are served from that server's state, possibly stale, unless `sync`
 //! comes first; writes go through the leader. A write whose reply is lost fails with
-//! `ConnectionLoss`: it may have been applied. The session is pinged every third of its timeout;
-//! [`SessionState`] follows ZooKeeper's client (see `session.rs`). Ephemeral nodes carry the
+//! `ConnectionLoss`: it may have been applied. The session's pings, timers and [`SessionState`]
+//! follow zookeeper-client 0.11's (see `session.rs`): a request made while disconnected waits for
+//! the next connection, one in flight when the connection is given up fails with `Custom`. Ephemeral nodes carry the
 //! session id as `ephemeral_owner`, and go when the session expires.
 //!
 //! Recorded in the history: a persistent create as a `cas` from absent, `set_data` without a
@@ -69,6 +70,11 @@ pub enum Error {
     /// The operation timed out.
     #[error("operation timeout")]
     Timeout,
+    /// zookeeper-client's `Custom`: here, a request in flight when the connection was given up
+    /// because nothing was heard for the connection timeout ("no response from connection in N
+    /// ms"); for a write, the outcome is unknown.
+    #[error("{0}")]
+    Custom(String),
     /// The client was closed.
     #[error("client closed")]
     ClientClosed,
@@ -102,6 +108,49 @@ impl From<ZkCallError> for Error {
             ZkCallError::ConnectionLoss(_) => Error::ConnectionLoss,
             ZkCallError::Zk(error) => error.into(),
         }
+    }
+}
+
+/// How a request of the session did not get its answer.
+enum Failure {
+    /// The servers' answer, or no answer from the server the request went to.
+    Call(ZkCallError),
+    /// The session's connection was given up, or the session ended, with the request in flight:
+    /// it may have taken effect.
+    Cut(Error),
+    /// The session ended before the request went out: it did not happen.
+    Unsent(Error),
+}
+
+/// The error of every request of a session that ended in `state`; `None` while it lives.
+fn ended_error(state: SessionState) -> Option<Error> {
+    match state {
+        SessionState::Expired => Some(Error::SessionExpired),
+        SessionState::Closed => Some(Error::ClientClosed),
+        SessionState::AuthFailed => Some(Error::UnexpectedError("authentication failed".into())),
+        _ => None,
+    }
+}
+
+impl From<Failure> for Error {
+    fn from(failure: Failure) -> Error {
+        match failure {
+            Failure::Call(error) => error.into(),
+            Failure::Cut(error) | Failure::Unsent(error) => error,
+        }
+    }
+}
+
+impl From<view::ZkError> for Failure {
+    fn from(error: view::ZkError) -> Failure {
+        Failure::Call(ZkCallError::Zk(error))
+    }
+}
+
+impl Failure {
+    /// The request may have taken effect.
+    fn unknown(&self) -> bool {
+        matches!(self, Failure::Cut(_) | Failure::Call(ZkCallError::ConnectionLoss(_)))
     }
 }
 
@@ -303,36 +352,53 @@ impl Conn {
     }
 
     /// Records how a call that did not succeed ended and returns the error.
-    fn lost(&self, op: OpId, error: impl Into<Error>) -> Error {
-        let error = error.into();
-        self.failed(op, &error);
+    fn lost(&self, op: OpId, failure: impl Into<Failure>) -> Error {
+        let failure = failure.into();
+        let unknown = failure.unknown();
+        let error = Error::from(failure);
+        match unknown {
+            true => self.env.recorder.info(&self.env.name, op, error.to_string()),
+            false => self.env.recorder.fail(&self.env.name, op, error.to_string()),
+        }
         error
     }
 
     /// Records how a call that did not succeed ended: a lost reply may have taken effect.
     fn failed(&self, op: OpId, error: &Error) {
         match error {
-            Error::ConnectionLoss => self.env.recorder.info(&self.env.name, op, error.to_string()),
+            Error::ConnectionLoss | Error::Custom(_) => self.env.recorder.info(&self.env.name, op, error.to_string()),
             _ => self.env.recorder.fail(&self.env.name, op, error.to_string()),
         }
     }
 
-    /// Runs one request of the session. As ZooKeeper's client fails every pending request with
-    /// ConnectionLoss when it loses its connection (its read timeout, two thirds of the session
-    /// timeout, passed unanswered), a request fails at once while the session is disconnected,
-    /// and as soon as it becomes so.
+    /// Runs one request of the session, as zookeeper-client 0.11 does (see `session.rs`): a
+    /// request made while disconnected waits for the next connection (or fails when the session
+    /// ends); one in flight when the connection is given up fails with `Custom`, and with the
+    /// session's end when it ends. An answer from a server counts as hearing from it.
     async fn request<T>(
         &self,
         call: impl std::future::Future<Output = std::result::Result<T, ZkCallError>>,
-    ) -> std::result::Result<T, ZkCallError> {
-        if self.session.state() != SessionState::SyncConnected {
-            return Err(ZkCallError::ConnectionLoss("disconnected".into()));
+    ) -> std::result::Result<T, Failure> {
+        if let Some(ended) = ended_error(self.session.until_connected_or_ended().await) {
+            return Err(Failure::Unsent(ended));
         }
         let call = std::pin::pin!(call);
         let lost = std::pin::pin!(self.session.until_not_connected());
         match futures::future::select(call, lost).await {
-            futures::future::Either::Left((result, _)) => result,
-            futures::future::Either::Right(_) => Err(ZkCallError::ConnectionLoss("disconnected".into())),
+            futures::future::Either::Left((result, _)) => {
+                if !matches!(result, Err(ZkCallError::ConnectionLoss(_))) {
+                    self.session.heard(self.env.clock.now());
+                }
+                result.map_err(Failure::Call)
+            }
+            futures::future::Either::Right(_) => {
+                Err(Failure::Cut(ended_error(self.session.state()).unwrap_or_else(|| {
+                    Error::Custom(format!(
+                        "no response from connection in {}ms",
+                        self.session.timers.connection.as_millis()
+                    ))
+                })))
+            }
         }
     }
 
@@ -349,6 +415,7 @@ impl Conn {
 #[derive(Clone, Debug)]
 pub struct Connector {
     session_timeout: Duration,
+    connection_timeout: Duration,
 }
 
 impl Connector {
@@ -364,17 +431,22 @@ impl Connector {
         self
     }
 
-    pub fn with_connection_timeout(self, _timeout: Duration) -> Self {
+    /// How long a connection may stay silent before the client gives it up (and how long one
+    /// attempt to connect may take); zero (the default) for 2/5 of the session timeout. As in
+    /// zookeeper-client, a value above 3/5 of the session timeout is ignored.
+    pub fn with_connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = timeout;
         self
     }
 
-    pub fn connection_timeout(&mut self, _timeout: Duration) -> &mut Self {
+    pub fn connection_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.connection_timeout = timeout;
         self
     }
 
     /// Not simulated: a readonly connector's `connect` fails with `Unimplemented`.
     pub fn with_readonly(self, readonly: bool) -> Self {
-        if readonly { Connector { session_timeout: Duration::ZERO } } else { self }
+        if readonly { Connector { session_timeout: Duration::ZERO, ..self } } else { self }
     }
 
     /// Opens a session from the calling Testbed client node. `cluster`: `host:port` entries
@@ -418,14 +490,9 @@ impl Connector {
                 return Err(Error::ConnectionLoss);
             }
         };
-        let shared = session::Shared::new();
-        madsim::task::spawn(session::keep_pinging(
-            client.clone(),
-            env.clone(),
-            lease,
-            self.session_timeout,
-            shared.clone(),
-        ));
+        let timers = session::Timers::new(self.session_timeout, self.connection_timeout);
+        let shared = session::Shared::new(timers, env.clock.now());
+        madsim::task::spawn(session::keep_session(client.clone(), env.clone(), lease, shared.clone()));
         let zk = ZkClient::new(&client, lease);
         Ok(Client { conn: Conn { zk, env, session: shared, timeout: self.session_timeout } })
     }
@@ -458,7 +525,7 @@ pub struct Client {
 
 impl Client {
     pub fn connector() -> Connector {
-        Connector { session_timeout: DEFAULT_SESSION_TIMEOUT }
+        Connector { session_timeout: DEFAULT_SESSION_TIMEOUT, connection_timeout: Duration::ZERO }
     }
 
     /// [`Connector::connect`] with the default options.
@@ -878,11 +945,7 @@ impl MultiWriter<'_> {
                 conn.failed(op, &source);
                 Err(MultiWriteError::OperationFailed { index: failed.index, source })
             }
-            Err(error) => {
-                let source = Error::from(error);
-                conn.failed(op, &source);
-                Err(MultiWriteError::RequestFailed { source })
-            }
+            Err(error) => Err(MultiWriteError::RequestFailed { source: conn.lost(op, error) }),
         }
     }
 }
