@@ -79,6 +79,7 @@ impl LinkProxy {
         self.addr
     }
 
+    /// What the link lets through now.
     pub fn state(&self) -> LinkState {
         *self.state.borrow()
     }

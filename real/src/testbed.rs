@@ -34,8 +34,11 @@ const NEMESIS: &str = "nemesis";
 /// One fault on clients' links, at a true time since the run's start.
 #[derive(Clone, Debug)]
 pub struct ClientCut {
+    /// The clients cut (`c1`, ...).
     pub clients: Vec<String>,
+    /// True time since the run's start at which the cut begins.
     pub at: Duration,
+    /// How long it lasts (true time).
     pub lasting: Duration,
     /// Replies only: the clients' requests still reach the servers and take effect.
     pub replies_only: bool,
@@ -70,6 +73,7 @@ impl RealTestbed {
         }
     }
 
+    /// Number of servers (etcd members or ZooKeeper servers), named `s1`, `s2`, ...
     pub fn servers(mut self, servers: usize) -> Self {
         self.servers = servers;
         self

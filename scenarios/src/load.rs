@@ -52,7 +52,27 @@ pub fn resolve(arg: &str) -> Result<Loaded, InputError> {
 
 /// Parses and validates scenario `text`; `source` names the file in errors.
 pub fn parse(source: &str, text: &str) -> Result<Scenario, InputError> {
-    parse_with(source, text, Scenario::validate)
+    let scenario = parse_with(source, text, Scenario::validate)?;
+    // An `[expect]` key that names no built-in property must name a checker this build of the
+    // CLI registered (`testbed::register_for_cli`); otherwise it is a typo.
+    let registered: Vec<&str> = crate::testbed::registered_for_cli().iter().map(|c| c.id()).collect();
+    if let Some(unknown) = scenario.expect.checker_ids().find(|id| !registered.contains(id)) {
+        let field = format!("expect.{unknown}");
+        let properties: Vec<&str> = coordsim_checker::properties::Property::ALL.iter().map(|p| p.id()).collect();
+        let checkers = match registered.is_empty() {
+            true => "no checkers of your own are registered".to_string(),
+            false => format!("registered checkers: {}", registered.join(", ")),
+        };
+        return Err(InputError::Scenario {
+            file: source.to_string(),
+            line: locate(text, &field).unwrap_or(1),
+            message: format!(
+                "field `{field}`: no property is named {unknown:?} (properties: {}; {checkers})",
+                properties.join(", ")
+            ),
+        });
+    }
+    Ok(scenario)
 }
 
 /// [`parse`] for a Testbed's scenario, whose clients run the user's code (no `[lock]`, no `[kv]`).
@@ -175,6 +195,16 @@ mod tests {
 
     fn error_of(text: &str) -> String {
         parse("bad.toml", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_expectation_for_a_property_that_does_not_exist_names_its_line_and_the_properties() {
+        let text = format!("{GOOD}\nmutual_exlusion = \"fail\"\n");
+        let error = error_of(&text);
+        assert!(error.contains(&format!("bad.toml:{}", text.lines().count())), "{error}");
+        assert!(error.contains("expect.mutual_exlusion"), "{error}");
+        assert!(error.contains("mutual_exclusion, fencing"), "{error}");
+        assert!(error.contains("no checkers of your own are registered"), "{error}");
     }
 
     #[test]

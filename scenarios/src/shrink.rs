@@ -412,6 +412,10 @@ pub fn shrink_with(
         .filter(|p| !p.is_informational())
         .map(|p| (p, if p.id() == property { Expectation::Fail } else { Expectation::Any }))
         .collect();
+    // A checker of the user's own: the minimal scenario expects it to fail.
+    if Property::from_id(&property).is_none() {
+        base.expect.set_checker(&property, Expectation::Fail);
+    }
     let mut space = Space { base, faults, concrete };
     let mut oracle = Oracle { seed, property: &property, runner: run, cache: BTreeMap::new(), runs: 0 };
     let fixed = space.scenario(&space.start()).ok_or_else(|| {

@@ -62,9 +62,12 @@ pub fn evaluate_judged(scenario: &Scenario, arg: &str, history: &History, judged
             Outcome { as_expected: expected.matches(report.verdict), expected: expected.to_string(), report }
         })
         .collect();
-    // A user's own build of the CLI may add checkers (`cli::run_main`); they are expected to pass.
-    let pass = coordsim_sim::scenario::Expectation::Pass;
-    outcomes.extend(crate::testbed::registered_for_cli().iter().map(|c| crate::testbed::outcome(&**c, history, pass)));
+    // A user's own build of the CLI may add checkers (`cli::run_main`): expected to pass unless
+    // the scenario's `[expect]` names them.
+    outcomes.extend(crate::testbed::registered_for_cli().iter().map(|c| {
+        let expected = scenario.expect.checker(c.id()).unwrap_or(coordsim_sim::scenario::Expectation::Pass);
+        crate::testbed::outcome(&**c, history, expected)
+    }));
     RunSummary {
         schema: SUMMARY_SCHEMA.to_string(),
         scenario: scenario.name.clone(),

@@ -41,6 +41,24 @@ fn registered_checkers_are_judged_in_every_cli_run_and_ids_must_be_new() {
     };
     assert_eq!(summary.verdict("no_rejected_write"), Some(Verdict::Fail));
     assert!(!summary.as_expected, "a registered checker is expected to pass");
+
+    // A scenario file may state what it expects of a registered checker, in its `[expect]`.
+    let text = include_str!("../library/split-brain-gc-pause-fenced.toml");
+    let expecting = format!("{text}no_rejected_write = \"fail\"\n");
+    let scenario = coordsim::load::parse("mine.toml", &expecting).expect("a registered checker's id is a key");
+    let coordsim::sweep::SeedResult::Done { summary, .. } = coordsim::sweep::run_seed(&scenario, "x", 1) else {
+        panic!("seed 1 runs");
+    };
+    assert!(summary.as_expected, "{:?}", summary.outcomes.iter().map(|o| &o.report.summary).collect::<Vec<_>>());
+    // A key that names neither a property nor a registered checker is an error at its line.
+    let typo = format!("{text}no_rejected_wirte = \"fail\"\n");
+    let error = coordsim::load::parse("mine.toml", &typo).unwrap_err().to_string();
+    let line = typo.lines().count();
+    assert!(error.contains(&format!("mine.toml:{line}")), "{error}");
+    assert!(
+        error.contains("expect.no_rejected_wirte") && error.contains("registered checkers: no_rejected_write"),
+        "{error}"
+    );
 }
 
 struct NamedLike(&'static str);

@@ -262,6 +262,29 @@ fn a_users_checker_is_judged_with_the_built_in_properties() {
 }
 
 #[test]
+fn a_scenario_file_states_what_it_expects_of_a_users_checker() {
+    let text = "name = \"mine\"\nsummary = \"\"\nduration = \"5s\"\n[cluster]\nservers = 3\n[clients]\ncount = 1\n\
+                [expect]\nno_dir_writes = \"fail\"\n";
+    let body = |ctx: coordsim::testbed::Ctx| async move {
+        let mut client = ctx.etcd().await.unwrap();
+        client.put("dir/x", "1", None).await.unwrap();
+    };
+    let testbed = Testbed::from_toml("mine.toml", text).unwrap().checker(NoDirWrites).client(body);
+    let run = testbed.run_seed(1);
+    assert_eq!(run.verdict("no_dir_writes"), Some(Verdict::Fail));
+    assert!(run.as_expected(), "the file expects the checker to fail: {:?}", run.failure());
+    // In code, the expectation given with the checker wins over the file's.
+    let strict = Testbed::from_toml("mine.toml", text)
+        .unwrap()
+        .checker_expecting(NoDirWrites, coordsim_sim::scenario::Expectation::Pass)
+        .client(body);
+    assert!(!strict.run_seed(1).as_expected());
+    // A key that names no property and no checker of the Testbed is refused by name.
+    let error = Testbed::from_toml("mine.toml", text).unwrap().client(body).validate().unwrap_err();
+    assert!(error.contains("expect.no_dir_writes") && error.contains("its checkers: none"), "{error}");
+}
+
+#[test]
 fn a_testbed_without_clients_or_with_a_workload_is_refused_with_the_field() {
     assert!(Testbed::new("empty").validate().unwrap_err().contains("no clients"));
     let text = "name = \"x\"\nsummary = \"\"\nduration = \"5s\"\n[cluster]\nservers = 3\n[clients]\ncount = 1\n[lock]\nrecipe = \"etcd-mutex\"\nname = \"/l\"\nttl = \"5s\"\n";

@@ -71,7 +71,88 @@ pub struct Scenario {
     pub bugs: Bugs,
     /// Expected verdict per property; properties not listed are expected to pass.
     #[serde(default)]
-    pub expect: BTreeMap<Property, Expectation>,
+    pub expect: Expectations,
+}
+
+/// A scenario's `[expect]` table: an expected verdict per built-in property, and per checker of
+/// the user's own (a key that names no built-in property). The checkers' keys are claimed where
+/// the checkers are known: a Testbed's checkers (`Testbed::validate`), or those registered for
+/// a user's build of the CLI (the scenario loader); a key nobody claims is an error there.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Expectations {
+    properties: BTreeMap<Property, Expectation>,
+    checkers: BTreeMap<String, Expectation>,
+}
+
+impl Expectations {
+    pub fn get(&self, property: &Property) -> Option<&Expectation> {
+        self.properties.get(property)
+    }
+
+    pub fn contains_key(&self, property: &Property) -> bool {
+        self.properties.contains_key(property)
+    }
+
+    pub fn insert(&mut self, property: Property, expectation: Expectation) {
+        self.properties.insert(property, expectation);
+    }
+
+    /// The built-in properties' expectations.
+    pub fn iter(&self) -> impl Iterator<Item = (&Property, &Expectation)> {
+        self.properties.iter()
+    }
+
+    /// The expectation the file states for the checker `id`, if any.
+    pub fn checker(&self, id: &str) -> Option<Expectation> {
+        self.checkers.get(id).copied()
+    }
+
+    /// Expects the checker `id` (not a built-in property's id) to have `expectation`.
+    pub fn set_checker(&mut self, id: &str, expectation: Expectation) {
+        assert!(Property::from_id(id).is_none(), "{id} is a built-in property, not a checker");
+        self.checkers.insert(id.to_string(), expectation);
+    }
+
+    /// The ids of the checkers the file states expectations for.
+    pub fn checker_ids(&self) -> impl Iterator<Item = &str> {
+        self.checkers.keys().map(String::as_str)
+    }
+}
+
+impl FromIterator<(Property, Expectation)> for Expectations {
+    fn from_iter<I: IntoIterator<Item = (Property, Expectation)>>(items: I) -> Self {
+        Expectations { properties: items.into_iter().collect(), checkers: BTreeMap::new() }
+    }
+}
+
+impl Serialize for Expectations {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.properties.len() + self.checkers.len()))?;
+        for (property, expectation) in &self.properties {
+            map.serialize_entry(property.id(), expectation)?;
+        }
+        for (id, expectation) in &self.checkers {
+            map.serialize_entry(id, expectation)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Expectations {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let table = BTreeMap::<String, Expectation>::deserialize(deserializer)?;
+        let mut expectations = Expectations::default();
+        for (key, expectation) in table {
+            match Property::from_id(&key) {
+                Some(property) => expectations.insert(property, expectation),
+                None => {
+                    expectations.checkers.insert(key, expectation);
+                }
+            }
+        }
+        Ok(expectations)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -753,7 +834,7 @@ impl Scenario {
             format!("{} must be between 1 and {WRITES_PER_HOLD_MAX}", self.clients.writes_per_hold)
         })?;
         check(!self.clients.hold.0.is_zero(), "clients.hold", || "must be above 0".to_string())?;
-        for (property, expectation) in &self.expect {
+        for (property, expectation) in self.expect.iter() {
             check(
                 !property.is_informational() || *expectation != Expectation::Fail,
                 &format!("expect.{property}"),

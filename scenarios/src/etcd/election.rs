@@ -30,42 +30,51 @@ pub struct LeaderKey {
 }
 
 impl LeaderKey {
+    /// An empty leader key, to fill with the `with_*` builders (a key from `campaign` is whole).
     pub const fn new() -> Self {
         LeaderKey { name: Vec::new(), key: Vec::new(), rev: 0, lease: 0 }
     }
 
+    /// The election's name (the key prefix candidates campaign under).
     pub fn with_name(mut self, name: impl Into<Vec<u8>>) -> Self {
         self.name = name.into();
         self
     }
 
+    /// The candidate's key in the election (`<name>/<lease id in hex>`).
     pub fn with_key(mut self, key: impl Into<Vec<u8>>) -> Self {
         self.key = key.into();
         self
     }
 
+    /// The key's create revision: the leader's term, and its fencing token.
     pub const fn with_rev(mut self, rev: i64) -> Self {
         self.rev = rev;
         self
     }
 
+    /// The lease the candidate's key is attached to.
     pub const fn with_lease(mut self, lease: i64) -> Self {
         self.lease = lease;
         self
     }
 
+    /// The election's name.
     pub fn name(&self) -> &[u8] {
         &self.name
     }
 
+    /// The election's name as text. Errors: `InvalidArgs` if it is not UTF-8.
     pub fn name_str(&self) -> Result<&str> {
         std::str::from_utf8(&self.name).map_err(|_| Error::InvalidArgs("election name is not UTF-8".into()))
     }
 
+    /// The leader's key in the election.
     pub fn key(&self) -> &[u8] {
         &self.key
     }
 
+    /// The leader's key as text. Errors: `InvalidArgs` if it is not UTF-8.
     pub fn key_str(&self) -> Result<&str> {
         std::str::from_utf8(&self.key).map_err(|_| Error::InvalidArgs("leader key is not UTF-8".into()))
     }
@@ -75,6 +84,7 @@ impl LeaderKey {
         self.rev
     }
 
+    /// The lease the leader's key is attached to: the leadership lasts as long as it does.
     pub const fn lease(&self) -> i64 {
         self.lease
     }
@@ -93,6 +103,7 @@ impl LeaderKey {
     }
 }
 
+/// What `campaign` answers once the candidate leads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CampaignResponse {
     header: ResponseHeader,
@@ -100,14 +111,17 @@ pub struct CampaignResponse {
 }
 
 impl CampaignResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
 
+    /// The key this candidate leads with (always `Some`).
     pub fn leader(&self) -> Option<&LeaderKey> {
         Some(&self.leader)
     }
 
+    /// Takes the leader key out of the response (always `Some`), for `proclaim` and `resign`.
     pub fn take_leader(&mut self) -> Option<LeaderKey> {
         Some(std::mem::take(&mut self.leader))
     }
@@ -120,22 +134,26 @@ pub struct ProclaimOptions {
 }
 
 impl ProclaimOptions {
+    /// No leader key: `proclaim` fails until one is given.
     pub const fn new() -> Self {
         ProclaimOptions { leader: None }
     }
 
+    /// The leader key (from `campaign`) whose value to change.
     pub fn with_leader(mut self, leader: LeaderKey) -> Self {
         self.leader = Some(leader);
         self
     }
 }
 
+/// What `proclaim` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProclaimResponse {
     header: ResponseHeader,
 }
 
 impl ProclaimResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -149,10 +167,12 @@ pub struct LeaderResponse {
 }
 
 impl LeaderResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
 
+    /// The leader's key and value, `None` when the election has no leader.
     pub fn kv(&self) -> Option<&KeyValue> {
         self.kv.as_ref()
     }
@@ -165,22 +185,26 @@ pub struct ResignOptions {
 }
 
 impl ResignOptions {
+    /// No leader key: `resign` fails until one is given.
     pub const fn new() -> Self {
         ResignOptions { leader: None }
     }
 
+    /// The leader key (from `campaign`) to give up.
     pub fn with_leader(mut self, leader: LeaderKey) -> Self {
         self.leader = Some(leader);
         self
     }
 }
 
+/// What `resign` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResignResponse {
     header: ResponseHeader,
 }
 
 impl ResignResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }

@@ -54,14 +54,17 @@ pub struct Status {
 }
 
 impl Status {
+    /// A gRPC status with `code` and `message`.
     pub fn new(code: Code, message: impl Into<String>) -> Status {
         Status { code, message: message.into() }
     }
 
+    /// The gRPC status code (etcd's: `Unavailable` for no leader, `NotFound` for a lease, ...).
     pub fn code(&self) -> Code {
         self.code
     }
 
+    /// etcd's message (`etcdserver: requested lease not found`), which code may match on.
     pub fn message(&self) -> &str {
         &self.message
     }

@@ -19,10 +19,12 @@ impl ResponseHeader {
         ResponseHeader { revision }
     }
 
+    /// The cluster's id: always 1 in the simulator.
     pub fn cluster_id(&self) -> u64 {
         1
     }
 
+    /// The answering member's id: not tracked per response in the simulator (0).
     pub fn member_id(&self) -> u64 {
         0
     }
@@ -32,6 +34,7 @@ impl ResponseHeader {
         self.revision
     }
 
+    /// The Raft term of the answer: not tracked per response in the simulator (0); `status` gives it.
     pub fn raft_term(&self) -> u64 {
         0
     }
@@ -42,22 +45,27 @@ impl ResponseHeader {
 pub struct KeyValue(pub(crate) store::KeyValue);
 
 impl KeyValue {
+    /// The key's bytes.
     pub fn key(&self) -> &[u8] {
         self.0.key.as_bytes()
     }
 
+    /// The key as text (always UTF-8 in the simulated store).
     pub fn key_str(&self) -> Result<&str> {
         Ok(&self.0.key)
     }
 
+    /// The value's bytes.
     pub fn value(&self) -> &[u8] {
         self.0.value.as_bytes()
     }
 
+    /// The value as text (always UTF-8 in the simulated store).
     pub fn value_str(&self) -> Result<&str> {
         Ok(&self.0.value)
     }
 
+    /// The key and the value, as bytes.
     pub fn into_key_value(self) -> (Vec<u8>, Vec<u8>) {
         (self.0.key.into_bytes(), self.0.value.into_bytes())
     }
@@ -187,6 +195,7 @@ pub struct PutOptions {
 }
 
 impl PutOptions {
+    /// No options: no lease, no previous value.
     pub const fn new() -> Self {
         PutOptions { lease: 0, prev_kv: false, ignore_value: false, ignore_lease: false }
     }
@@ -216,6 +225,7 @@ impl PutOptions {
     }
 }
 
+/// What `put` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PutResponse {
     header: ResponseHeader,
@@ -223,14 +233,17 @@ pub struct PutResponse {
 }
 
 impl PutResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
 
+    /// The key's previous value, with `with_prev_key`; `None` if it did not exist.
     pub fn prev_key(&self) -> Option<&KeyValue> {
         self.prev_kv.as_ref()
     }
 
+    /// Takes the previous value out of the response.
     pub fn take_prev_key(&mut self) -> Option<KeyValue> {
         self.prev_kv.take()
     }
@@ -270,6 +283,7 @@ pub struct GetOptions {
 }
 
 impl GetOptions {
+    /// No options: the one key, at the current revision, linearizable.
     pub const fn new() -> Self {
         GetOptions {
             end: RangeEnd::Key,
@@ -299,6 +313,7 @@ impl GetOptions {
         self
     }
 
+    /// Sorts the answer by `target` in `order` (etcd sorts after the range is read, before the limit).
     pub fn with_sort(mut self, target: SortTarget, order: SortOrder) -> Self {
         self.sort = Some((target, order));
         self
@@ -311,11 +326,13 @@ impl GetOptions {
         self
     }
 
+    /// Keys without values.
     pub const fn with_keys_only(mut self) -> Self {
         self.keys_only = true;
         self
     }
 
+    /// Only the count of matching keys (`GetResponse::count`), no keys.
     pub const fn with_count_only(mut self) -> Self {
         self.count_only = true;
         self
@@ -333,11 +350,13 @@ impl GetOptions {
         self
     }
 
+    /// Only keys created at `revision` or later (0: no bound).
     pub const fn with_min_create_revision(mut self, revision: i64) -> Self {
         self.min_create_revision = revision;
         self
     }
 
+    /// Only keys created at `revision` or earlier (0: no bound).
     pub const fn with_max_create_revision(mut self, revision: i64) -> Self {
         self.max_create_revision = revision;
         self
@@ -371,6 +390,7 @@ impl GetOptions {
     }
 }
 
+/// What `get` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GetResponse {
     header: ResponseHeader,
@@ -389,14 +409,17 @@ impl GetResponse {
         }
     }
 
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
 
+    /// The keys and values read, in key order unless sorted otherwise.
     pub fn kvs(&self) -> &[KeyValue] {
         &self.kvs
     }
 
+    /// Takes the keys and values out of the response.
     pub fn take_kvs(&mut self) -> Vec<KeyValue> {
         std::mem::take(&mut self.kvs)
     }
@@ -420,18 +443,21 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
+    /// No options: the one key, no previous values.
     pub const fn new() -> Self {
         DeleteOptions { end: RangeEnd::Key, prev_kv: false }
     }
 
     range_end_builders!();
 
+    /// Answer the deleted keys' values (`DeleteResponse::prev_kvs`).
     pub const fn with_prev_key(mut self) -> Self {
         self.prev_kv = true;
         self
     }
 }
 
+/// What `delete` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeleteResponse {
     header: ResponseHeader,
@@ -448,6 +474,7 @@ impl DeleteResponse {
         }
     }
 
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -457,10 +484,12 @@ impl DeleteResponse {
         self.deleted
     }
 
+    /// The deleted keys' values, with `with_prev_key`.
     pub fn prev_kvs(&self) -> &[KeyValue] {
         &self.prev_kvs
     }
 
+    /// Takes the deleted keys' values out of the response.
     pub fn take_prev_kvs(&mut self) -> Vec<KeyValue> {
         std::mem::take(&mut self.prev_kvs)
     }
@@ -473,22 +502,26 @@ pub struct CompactionOptions {
 }
 
 impl CompactionOptions {
+    /// No options.
     pub const fn new() -> Self {
         CompactionOptions { physical: false }
     }
 
+    /// Accepted; the simulated store compacts at once either way.
     pub const fn with_physical(mut self) -> Self {
         self.physical = true;
         self
     }
 }
 
+/// What `compact` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompactionResponse {
     header: ResponseHeader,
 }
 
 impl CompactionResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -531,10 +564,12 @@ impl Compare {
         Compare::new(key, cmp, CompareTarget::Version(version))
     }
 
+    /// Compares `key`'s create revision (0 if absent) with `revision`.
     pub fn create_revision(key: impl Into<Vec<u8>>, cmp: CompareOp, revision: i64) -> Self {
         Compare::new(key, cmp, CompareTarget::CreateRevision(revision))
     }
 
+    /// Compares `key`'s last modification revision (0 if absent) with `revision`.
     pub fn mod_revision(key: impl Into<Vec<u8>>, cmp: CompareOp, revision: i64) -> Self {
         Compare::new(key, cmp, CompareTarget::ModRevision(revision))
     }
@@ -544,6 +579,7 @@ impl Compare {
         Compare::new(key, cmp, CompareTarget::Value(value.into()))
     }
 
+    /// Compares the lease `key` is attached to (0: none) with `lease`.
     pub fn lease(key: impl Into<Vec<u8>>, cmp: CompareOp, lease: i64) -> Self {
         Compare::new(key, cmp, CompareTarget::Lease(lease))
     }
@@ -594,14 +630,17 @@ enum TxnOpKind {
 }
 
 impl TxnOp {
+    /// A put inside a transaction.
     pub fn put(key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>, options: Option<PutOptions>) -> Self {
         TxnOp(TxnOpKind::Put(key.into(), value.into(), options.unwrap_or_default()))
     }
 
+    /// A read inside a transaction (at the transaction's revision).
     pub fn get(key: impl Into<Vec<u8>>, options: Option<GetOptions>) -> Self {
         TxnOp(TxnOpKind::Get(key.into(), options.unwrap_or_default()))
     }
 
+    /// A delete inside a transaction.
     pub fn delete(key: impl Into<Vec<u8>>, options: Option<DeleteOptions>) -> Self {
         TxnOp(TxnOpKind::Delete(key.into(), options.unwrap_or_default()))
     }
@@ -635,20 +674,24 @@ pub struct Txn {
 }
 
 impl Txn {
+    /// An empty transaction: no compares (so `and_then` runs) and no operations.
     pub const fn new() -> Self {
         Txn { compare: Vec::new(), success: Vec::new(), failure: Vec::new() }
     }
 
+    /// The compares, all of which must hold for `and_then` to run (else `or_else`).
     pub fn when(mut self, compares: impl Into<Vec<Compare>>) -> Self {
         self.compare = compares.into();
         self
     }
 
+    /// The operations run when every compare holds.
     pub fn and_then(mut self, operations: impl Into<Vec<TxnOp>>) -> Self {
         self.success = operations.into();
         self
     }
 
+    /// The operations run when a compare fails.
     pub fn or_else(mut self, operations: impl Into<Vec<TxnOp>>) -> Self {
         self.failure = operations.into();
         self
@@ -672,6 +715,7 @@ pub enum TxnOpResponse {
     Txn(TxnResponse),
 }
 
+/// What `txn` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxnResponse {
     header: ResponseHeader,
@@ -710,6 +754,7 @@ impl TxnResponse {
         TxnResponse { header: ResponseHeader::new(response.header.revision), succeeded: response.succeeded, responses }
     }
 
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -719,6 +764,7 @@ impl TxnResponse {
         self.succeeded
     }
 
+    /// The answers of the branch that ran, one per operation, in order.
     pub fn op_responses(&self) -> Vec<TxnOpResponse> {
         self.responses.clone()
     }

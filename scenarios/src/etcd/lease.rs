@@ -18,16 +18,19 @@ pub struct LeaseGrantOptions {
 }
 
 impl LeaseGrantOptions {
+    /// No options: the servers choose the lease id.
     pub const fn new() -> Self {
         LeaseGrantOptions { id: 0 }
     }
 
+    /// Asks for lease id `id` (0: the servers choose); a taken id fails.
     pub const fn with_id(mut self, id: i64) -> Self {
         self.id = id;
         self
     }
 }
 
+/// What `lease_grant` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseGrantResponse {
     header: ResponseHeader,
@@ -36,6 +39,7 @@ pub struct LeaseGrantResponse {
 }
 
 impl LeaseGrantResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -45,6 +49,7 @@ impl LeaseGrantResponse {
         self.ttl
     }
 
+    /// The granted lease's id.
     pub fn id(&self) -> i64 {
         self.id
     }
@@ -55,12 +60,14 @@ impl LeaseGrantResponse {
     }
 }
 
+/// What `lease_revoke` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseRevokeResponse {
     header: ResponseHeader,
 }
 
 impl LeaseRevokeResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -76,6 +83,7 @@ pub struct LeaseKeepAliveResponse {
 }
 
 impl LeaseKeepAliveResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -85,6 +93,7 @@ impl LeaseKeepAliveResponse {
         self.ttl
     }
 
+    /// The lease the keepalive was for.
     pub fn id(&self) -> i64 {
         self.id
     }
@@ -97,10 +106,12 @@ pub struct LeaseTimeToLiveOptions {
 }
 
 impl LeaseTimeToLiveOptions {
+    /// No options: no attached keys in the answer.
     pub const fn new() -> Self {
         LeaseTimeToLiveOptions { keys: false }
     }
 
+    /// Answer the keys attached to the lease too.
     pub const fn with_keys(mut self) -> Self {
         self.keys = true;
         self
@@ -119,6 +130,7 @@ pub struct LeaseTimeToLiveResponse {
 }
 
 impl LeaseTimeToLiveResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -128,6 +140,7 @@ impl LeaseTimeToLiveResponse {
         self.ttl
     }
 
+    /// The lease asked about.
     pub fn id(&self) -> i64 {
         self.id
     }
@@ -137,22 +150,26 @@ impl LeaseTimeToLiveResponse {
         self.granted_ttl
     }
 
+    /// The keys attached to the lease, with `with_keys`.
     pub fn keys(&self) -> &[Vec<u8>] {
         &self.keys
     }
 }
 
+/// One lease in `leases`'s answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseStatus {
     id: i64,
 }
 
 impl LeaseStatus {
+    /// The lease's id.
     pub fn id(&self) -> i64 {
         self.id
     }
 }
 
+/// What `leases` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseLeasesResponse {
     header: ResponseHeader,
@@ -160,10 +177,12 @@ pub struct LeaseLeasesResponse {
 }
 
 impl LeaseLeasesResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
 
+    /// Every lease the cluster holds, by id.
     pub fn leases(&self) -> &[LeaseStatus] {
         &self.leases
     }
@@ -177,6 +196,7 @@ pub struct LeaseKeeper {
 }
 
 impl LeaseKeeper {
+    /// The lease's id.
     pub fn id(&self) -> i64 {
         self.id
     }

@@ -55,6 +55,7 @@ pub struct LockOptions {
 }
 
 impl LockOptions {
+    /// No lease: `lock` needs one (`with_lease`) in the simulator, else `InvalidArgs`.
     pub const fn new() -> Self {
         LockOptions { lease: 0 }
     }
@@ -66,6 +67,7 @@ impl LockOptions {
     }
 }
 
+/// What `lock` answers once the lock is held.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockResponse {
     header: ResponseHeader,
@@ -73,6 +75,7 @@ pub struct LockResponse {
 }
 
 impl LockResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -84,12 +87,14 @@ impl LockResponse {
     }
 }
 
+/// What `unlock` answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnlockResponse {
     header: ResponseHeader,
 }
 
 impl UnlockResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }

@@ -21,6 +21,7 @@ pub struct StatusResponse {
 }
 
 impl StatusResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
@@ -40,6 +41,7 @@ impl StatusResponse {
         self.leader
     }
 
+    /// The answering member's Raft term.
     pub fn raft_term(&self) -> u64 {
         self.raft_term
     }
@@ -59,6 +61,7 @@ impl StatusResponse {
         &[]
     }
 
+    /// Always false: the simulated members are voters.
     pub fn is_learner(&self) -> bool {
         false
     }
@@ -74,6 +77,7 @@ pub struct Member {
 }
 
 impl Member {
+    /// The member's id (its server number).
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -83,19 +87,23 @@ impl Member {
         &self.name
     }
 
+    /// The member's peer address.
     pub fn peer_urls(&self) -> &[String] {
         &self.peer_urls
     }
 
+    /// The member's client address (`s1:2379`).
     pub fn client_urls(&self) -> &[String] {
         &self.client_urls
     }
 
+    /// Always false: the simulated members are voters.
     pub fn is_learner(&self) -> bool {
         false
     }
 }
 
+/// What `member_list` answers: the fixed members of the simulated cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberListResponse {
     header: ResponseHeader,
@@ -103,6 +111,7 @@ pub struct MemberListResponse {
 }
 
 impl MemberListResponse {
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }

@@ -72,6 +72,7 @@ pub struct ConnectOptions {
 }
 
 impl ConnectOptions {
+    /// No options: a 5 s budget per call on the client's local clock.
     pub fn new() -> Self {
         ConnectOptions::default()
     }
@@ -82,22 +83,27 @@ impl ConnectOptions {
         self
     }
 
+    /// Accepted and ignored: connecting to a simulated member does not fail by itself.
     pub fn with_connect_timeout(self, _timeout: Duration) -> Self {
         self
     }
 
+    /// Accepted and ignored: the simulated transport has no HTTP/2 keepalive.
     pub fn with_keep_alive(self, _interval: Duration, _timeout: Duration) -> Self {
         self
     }
 
+    /// Accepted and ignored: the simulated transport has no HTTP/2 keepalive.
     pub fn with_keep_alive_while_idle(self, _enabled: bool) -> Self {
         self
     }
 
+    /// Accepted and ignored: every simulated call goes to the leader or fails.
     pub fn with_require_leader(self, _require_leader: bool) -> Self {
         self
     }
 
+    /// Accepted and ignored: auth is not simulated.
     pub fn with_user(self, _name: impl Into<String>, _password: impl Into<String>) -> Self {
         self
     }

@@ -46,6 +46,7 @@ pub struct WatchOptions {
 }
 
 impl WatchOptions {
+    /// No options: the one key, from now, no previous values.
     pub const fn new() -> Self {
         WatchOptions {
             end: RangeEnd::Key,
@@ -72,11 +73,13 @@ impl WatchOptions {
         self
     }
 
+    /// Leaves out events of the filtered kinds (`NoPut`, `NoDelete`).
     pub fn with_filters(mut self, filters: impl Into<Vec<WatchFilterType>>) -> Self {
         self.filters = filters.into();
         self
     }
 
+    /// Attach each key's previous value to its events.
     pub const fn with_prev_key(mut self) -> Self {
         self.prev_kv = true;
         self
@@ -93,6 +96,7 @@ impl WatchOptions {
     }
 }
 
+/// What a watch event did to its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventType {
     Put,
@@ -108,6 +112,7 @@ pub struct Event {
 }
 
 impl Event {
+    /// Put or delete.
     pub fn event_type(&self) -> EventType {
         self.event_type
     }
@@ -148,10 +153,12 @@ impl WatchResponse {
         }
     }
 
+    /// The response header: the revision of the store when the call was answered (always `Some`).
     pub fn header(&self) -> Option<&ResponseHeader> {
         Some(&self.header)
     }
 
+    /// The watch this response belongs to.
     pub fn watch_id(&self) -> i64 {
         self.watch_id
     }
@@ -171,14 +178,17 @@ impl WatchResponse {
         self.compact_revision
     }
 
+    /// Why the watch was cancelled (empty unless `canceled`).
     pub fn cancel_reason(&self) -> &str {
         &self.cancel_reason
     }
 
+    /// The response's events, in revision order (one revision's events in one response).
     pub fn events(&self) -> &[Event] {
         &self.events
     }
 
+    /// Takes the events out of the response.
     pub fn take_events(&mut self) -> Vec<Event> {
         std::mem::take(&mut self.events)
     }

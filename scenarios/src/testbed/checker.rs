@@ -27,8 +27,10 @@ pub trait Checker: Send + Sync {
 static FOR_CLI: OnceLock<Vec<Arc<dyn Checker>>> = OnceLock::new();
 
 /// Makes `coordsim run`, `sweep` and `check` in this process judge every history with
-/// `checkers` too, next to the built-in properties (expected to pass: a scenario's `[expect]`
-/// names built-in properties only). Errors: called twice, or an id that is taken.
+/// `checkers` too, next to the built-in properties: expected to pass, or as a scenario's
+/// `[expect]` table says under the checker's id. Call it before loading scenarios: the loader
+/// refuses an `[expect]` key that names neither a property nor a registered checker. Errors:
+/// called twice, or an id that is taken.
 pub fn register_for_cli(checkers: Vec<Arc<dyn Checker>>) -> Result<(), String> {
     let mut ids: Vec<&str> = coordsim_checker::properties::Property::ALL.iter().map(|p| p.id()).collect();
     for checker in &checkers {

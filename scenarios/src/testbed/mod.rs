@@ -59,7 +59,8 @@ pub const SEED_VAR: &str = "COORDSIM_SEED";
 pub struct Testbed {
     scenario: Scenario,
     bodies: Vec<UserBody>,
-    checkers: Vec<(Arc<dyn Checker>, Expectation)>,
+    /// With the expectation given in code; `None`: the scenario file's `[expect]`, else pass.
+    checkers: Vec<(Arc<dyn Checker>, Option<Expectation>)>,
     out: Option<PathBuf>,
     /// The test that built this Testbed, as a `cargo test` filter (empty outside a test): seeds
     /// run on other threads, whose names say nothing.
@@ -69,6 +70,7 @@ pub struct Testbed {
 /// One seed's result.
 #[derive(Debug)]
 pub struct Run {
+    /// The seed's history.
     pub history: History,
     /// Every verdict (the built-in properties, then the Testbed's checkers) with its expectation.
     pub summary: RunSummary,
@@ -80,6 +82,7 @@ impl Run {
         self.summary.verdict(property)
     }
 
+    /// Every verdict met its expectation.
     pub fn as_expected(&self) -> bool {
         self.summary.as_expected
     }
@@ -168,6 +171,7 @@ impl Testbed {
         Ok(Testbed { scenario, bodies: Vec::new(), checkers: Vec::new(), out: None, test: test_filter() })
     }
 
+    /// Number of servers, named `s1`, `s2`, ... (default 3).
     pub fn servers(mut self, servers: usize) -> Self {
         self.scenario.cluster.servers = servers;
         self
@@ -272,14 +276,16 @@ impl Testbed {
         self
     }
 
-    /// Judges every seed with `checker` too, expected to pass.
-    pub fn checker(self, checker: impl Checker + 'static) -> Self {
-        self.checker_expecting(checker, Expectation::Pass)
+    /// Judges every seed with `checker` too, expected to pass, or as the scenario file's
+    /// `[expect]` table says under the checker's id (`no_double_assignment = "fail"`).
+    pub fn checker(mut self, checker: impl Checker + 'static) -> Self {
+        self.checkers.push((Arc::new(checker), None));
+        self
     }
 
-    /// Judges every seed with `checker`, expecting `expectation`.
+    /// Judges every seed with `checker`, expecting `expectation` (whatever a file says).
     pub fn checker_expecting(mut self, checker: impl Checker + 'static, expectation: Expectation) -> Self {
-        self.checkers.push((Arc::new(checker), expectation));
+        self.checkers.push((Arc::new(checker), Some(expectation)));
         self
     }
 
@@ -318,6 +324,14 @@ impl Testbed {
                 ));
             }
             ids.push(checker.id());
+        }
+        if let Some(unknown) = scenario.expect.checker_ids().find(|id| !ids.contains(id)) {
+            let ours: Vec<&str> = self.checkers.iter().map(|(checker, _)| checker.id()).collect();
+            return Err(format!(
+                "field `expect.{unknown}`: no property and no checker of this Testbed is named {unknown:?} \
+                 (its checkers: {})",
+                if ours.is_empty() { "none".to_string() } else { ours.join(", ") }
+            ));
         }
         Ok(())
     }
@@ -484,8 +498,10 @@ impl Testbed {
                 Outcome { as_expected: expected.matches(report.verdict), expected: expected.to_string(), report }
             })
             .collect();
-        outcomes
-            .extend(self.checkers.iter().map(|(checker, expected)| checker::outcome(&**checker, history, *expected)));
+        outcomes.extend(self.checkers.iter().map(|(checker, expected)| {
+            let expected = expected.or_else(|| self.scenario.expect.checker(checker.id())).unwrap_or(Expectation::Pass);
+            checker::outcome(&**checker, history, expected)
+        }));
         RunSummary {
             schema: SUMMARY_SCHEMA.to_string(),
             scenario: self.scenario.name.clone(),

@@ -86,6 +86,7 @@ pub enum Error {
     UnexpectedError(String),
 }
 
+/// zookeeper-client's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl From<view::ZkError> for Error {
@@ -162,16 +163,23 @@ pub struct Stat {
     pub czxid: i64,
     /// The zxid of the last change to its data.
     pub mzxid: i64,
+    /// Not kept by the simulated view: 0.
     pub pzxid: i64,
+    /// Not kept by the simulated view: 0.
     pub ctime: i64,
+    /// Not kept by the simulated view: 0.
     pub mtime: i64,
     /// Changes to its data since creation (0 after the create).
     pub version: i32,
+    /// Not kept by the simulated view: 0.
     pub cversion: i32,
+    /// Not kept by the simulated view: 0.
     pub aversion: i32,
     /// The owning session's id for an ephemeral node, 0 otherwise.
     pub ephemeral_owner: i64,
+    /// Length of the node's data, in bytes.
     pub data_length: i32,
+    /// Number of the node's children.
     pub num_children: i32,
 }
 
@@ -224,14 +232,17 @@ pub struct Acls<'a> {
 }
 
 impl Acls<'static> {
+    /// Accepted, not enforced: the simulated view has no ACLs.
     pub const fn anyone_all() -> Acls<'static> {
         Acls { _lifetime: PhantomData }
     }
 
+    /// Accepted, not enforced: the simulated view has no ACLs.
     pub const fn anyone_read() -> Acls<'static> {
         Acls { _lifetime: PhantomData }
     }
 
+    /// Accepted, not enforced: the simulated view has no ACLs.
     pub const fn creator_all() -> Acls<'static> {
         Acls { _lifetime: PhantomData }
     }
@@ -258,6 +269,7 @@ impl CreateOptions<'_> {
 pub struct CreateSequence(i64);
 
 impl CreateSequence {
+    /// The sequence number of a sequential node (-1 for other nodes).
     pub fn into_i64(self) -> i64 {
         self.0
     }
@@ -293,8 +305,11 @@ pub enum EventType {
 /// A watch notification.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WatchedEvent {
+    /// What happened (a node event, or `Session` for a change of session state).
     pub event_type: EventType,
+    /// The session's state when the event was delivered.
     pub session_state: SessionState,
+    /// The node the event is about (empty for session events).
     pub path: String,
     /// The zxid of the change (as ZooKeeper 3.9 sends it).
     pub zxid: i64,
@@ -426,6 +441,7 @@ impl Connector {
         self
     }
 
+    /// [`Connector::with_session_timeout`] in place.
     pub fn session_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.session_timeout = timeout;
         self
@@ -439,6 +455,7 @@ impl Connector {
         self
     }
 
+    /// [`Connector::with_connection_timeout`] in place.
     pub fn connection_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.connection_timeout = timeout;
         self
@@ -524,6 +541,7 @@ pub struct Client {
 }
 
 impl Client {
+    /// A connector with the default session timeout and no connection timeout.
     pub fn connector() -> Connector {
         Connector { session_timeout: DEFAULT_SESSION_TIMEOUT, connection_timeout: Duration::ZERO }
     }
@@ -538,14 +556,17 @@ impl Client {
         SessionId(self.conn.zk.session)
     }
 
+    /// The session timeout asked for (the simulated ensemble grants it as asked).
     pub fn session_timeout(&self) -> Duration {
         self.conn.timeout
     }
 
+    /// The session's state now.
     pub fn state(&self) -> SessionState {
         self.conn.session.state()
     }
 
+    /// A watcher of the session's state changes, from its state now.
     pub fn state_watcher(&self) -> StateWatcher {
         StateWatcher { seen: self.conn.session.state(), shared: self.conn.session.clone() }
     }
@@ -886,11 +907,13 @@ pub struct MultiWriter<'a> {
 }
 
 impl MultiWriter<'_> {
+    /// Adds a check that `path` is at `version`.
     pub fn add_check_version(&mut self, path: &str, version: i32) -> Result<()> {
         self.ops.push(ZkOp::Check { path: path.to_string(), version: i64::from(version) });
         Ok(())
     }
 
+    /// Adds a create. Errors: `Unimplemented` for TTL nodes, `BadArguments` for non-UTF-8 data.
     pub fn add_create(&mut self, path: &str, data: &[u8], options: &CreateOptions<'_>) -> Result<()> {
         if options.ttl.is_some() {
             return Err(Error::Unimplemented);
@@ -899,12 +922,14 @@ impl MultiWriter<'_> {
         Ok(())
     }
 
+    /// Adds a set_data at `expected_version` (any with `None`). Errors: `BadArguments` for non-UTF-8 data.
     pub fn add_set_data(&mut self, path: &str, data: &[u8], expected_version: Option<i32>) -> Result<()> {
         let version = expected_version.map_or(view::ANY_VERSION, i64::from);
         self.ops.push(ZkOp::SetData { path: path.to_string(), data: text(data)?, version });
         Ok(())
     }
 
+    /// Adds a delete at `expected_version` (any with `None`).
     pub fn add_delete(&mut self, path: &str, expected_version: Option<i32>) -> Result<()> {
         let version = expected_version.map_or(view::ANY_VERSION, i64::from);
         self.ops.push(ZkOp::Delete { path: path.to_string(), version });
