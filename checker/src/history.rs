@@ -178,7 +178,9 @@ pub enum Event {
     /// A client's watch stream is established: from now on it delivers every change to `key` (or,
     /// with `prefix`, to every key that starts with `key`) at revisions from `start_revision` on,
     /// in revision order. For a watch asked to start "now", `start_revision` is the revision the
-    /// server said the stream starts at (etcd: the created response's header revision + 1).
+    /// server said the stream starts at (etcd: the created response's header revision + 1); 0 if
+    /// the recorder did not learn it (the `watch` checker then owes the stream only what provably
+    /// came after its start).
     /// Recorded by the client when the server confirms the stream. `watch` is unique within the
     /// history (a stream resumed elsewhere after a failure is a new stream).
     /// `{"type":"watch_start","watch":1,"key":"k1","start_revision":5}`,

@@ -995,3 +995,43 @@ fn every_property_has_a_snake_case_id_that_reads_back() {
         assert!(Property::from_id(id).is_some(), "{id}");
     }
 }
+
+// A stream from "now" (start_revision 0, the server's choice not recorded).
+
+#[test]
+fn watch_from_now_owes_nothing_acknowledged_before_it_started() {
+    // Revisions 2, 3 and 4 were acknowledged before the stream started at 55 ms; 5 and 6 were
+    // asked for after it. Read as "from revision 0", it would owe 2..4 too.
+    let mut b = case_05_writes();
+    b.watch(55, 1, "k", false, 0).deliver(110, 1, &[(5, "k", Del, None), (6, "k", Put, Some("v6"))]);
+    let report = b.report(Property::Watch);
+    assert_eq!(report.verdict, Verdict::Pass, "{report:?}");
+    assert_mentions(&report.summary, &["2 acknowledged writes in their ranges were all delivered"]);
+}
+
+#[test]
+fn watch_from_now_owes_a_write_asked_for_after_it_started() {
+    let mut b = case_05_writes();
+    b.watch(55, 1, "k", false, 0).deliver(110, 1, &[(6, "k", Put, Some("v6"))]);
+    let report = b.report(Property::Watch);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["never delivered revision 5", "a gap"]);
+}
+
+#[test]
+fn watch_from_now_owes_every_revision_after_the_first_it_delivered() {
+    // Started before any write: the first delivery, 3, bounds its start; 4 is missing.
+    let mut b = case_05_writes();
+    b.watch(5, 1, "k", false, 0).deliver(110, 1, &[(3, "k", Put, Some("v3")), (5, "k", Del, None)]);
+    let report = b.report(Property::Watch);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["never delivered revision 4"]);
+}
+
+#[test]
+fn watch_progress_below_the_start_owes_nothing_and_does_not_panic() {
+    let mut b = case_05_writes();
+    b.watch(100, 1, "k", false, 7);
+    b.push(105, "c4", Event::WatchProgress { watch: 1, revision: 6 });
+    assert_eq!(b.report(Property::Watch).verdict, Verdict::Pass);
+}

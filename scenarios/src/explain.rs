@@ -193,6 +193,9 @@ fn setup(scenario: &Scenario) -> Vec<String> {
             kv.watchers,
             kv.compact_every
         ));
+        if kv.watch_start == coordsim_sim::scenario::WatchStart::Now {
+            lines.push("the watchers' first streams start from now (etcd's start_revision 0)".to_string());
+        }
     }
     for clock in &scenario.clock {
         lines.push(format!("clock of {}: offset {}, rate {}", clock.node, clock.offset, clock.rate));

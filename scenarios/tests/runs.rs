@@ -116,3 +116,36 @@ fn every_library_scenario_is_as_expected_on_a_seed() {
         assert!(summary.as_expected, "{name}: {mismatches:?}");
     }
 }
+
+/// `[kv] watch_start = "now"`: the watcher's first stream starts after the revision current at
+/// its creation (etcd's start_revision 0), recorded as that revision; `watch` judges it from
+/// there, passing on the fixed store and still catching the compaction-boundary bug.
+#[test]
+fn a_watch_from_now_starts_after_the_current_revision_and_is_judged_from_there() {
+    let with_now = |text: &str| text.replacen("[kv]\n", "[kv]\nwatch_start = \"now\"\n", 1);
+    let fixed = with_now(include_str!("../library/watch-compaction-gap-fixed.toml"));
+    let scenario = coordsim::load::parse("now.toml", &fixed).expect("a valid scenario");
+    let coordsim::sweep::SeedResult::Done { history, summary } = coordsim::sweep::run_seed(&scenario, "x", 1) else {
+        panic!("seed 1 runs");
+    };
+    let first_start = history.entries.iter().find_map(|e| match e.event {
+        Event::WatchStart { start_revision, .. } => Some((e.time_ns, start_revision)),
+        _ => None,
+    });
+    let (at, start) = first_start.expect("the watcher started a stream");
+    // The writers start at 500 ms, the watcher later: revisions were made before it started.
+    assert!(at > 500_000_000 && start > 1, "started at {at} ns from revision {start}");
+    assert_eq!(summary.verdict("watch"), Some(coordsim_checker::verdict::Verdict::Pass));
+    let buggy = with_now(include_str!("../library/watch-compaction-gap.toml"));
+    let scenario = coordsim::load::parse("now.toml", &buggy).expect("a valid scenario");
+    let failed = (1..=5)
+        .filter(|&seed| {
+            let coordsim::sweep::SeedResult::Done { summary, .. } = coordsim::sweep::run_seed(&scenario, "x", seed)
+            else {
+                panic!("seed {seed} runs");
+            };
+            summary.verdict("watch") == Some(coordsim_checker::verdict::Verdict::Fail)
+        })
+        .count();
+    assert!(failed >= 4, "the compaction-boundary bug caught on {failed} of 5 seeds");
+}

@@ -445,6 +445,29 @@ pub struct KvSpec {
     /// Every so often the first writer compacts the store at its latest revision (0: never).
     #[serde(default = "Dur::zero")]
     pub compact_every: Dur,
+    /// Where a watcher's first stream starts (default `first`, every change from revision 1).
+    /// Later streams resume after the last revision delivered, or at the compact revision.
+    #[serde(default, skip_serializing_if = "WatchStart::is_first")]
+    pub watch_start: WatchStart,
+}
+
+/// Where a watcher's first stream starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WatchStart {
+    /// Revision 1: every change the store made.
+    #[default]
+    First,
+    /// etcd's `start_revision = 0`: from the revision after the store's current one when the
+    /// server creates the stream (etcd's `mvcc` watchable store: `startRev` 0 is `currentRev + 1`;
+    /// the created response's header carries `currentRev`). The history records that revision.
+    Now,
+}
+
+impl WatchStart {
+    fn is_first(&self) -> bool {
+        *self == WatchStart::First
+    }
 }
 
 impl KvSpec {
@@ -948,6 +971,9 @@ impl Scenario {
                 kv.readers, kv.watchers, self.clients.count
             )
         })?;
+        check(kv.watch_start.is_first() || kv.watchers > 0, "kv.watch_start", || {
+            "there are no watchers (kv.watchers) to start".into()
+        })?;
         match kv.api {
             KvApi::Etcd => check(kv.zk_reads.is_none(), "kv.zk_reads", || {
                 "only for api = \"zookeeper\" (etcd's reads here are linearizable, through a read index)".into()
@@ -1125,6 +1151,14 @@ mod tests {
         }
         let watchers = kv_scenario("api = \"zookeeper\"\nwatchers = 1").expect_err("zookeeper watchers");
         assert_eq!(watchers.field, "kv.watchers");
+    }
+
+    #[test]
+    fn a_watch_start_needs_a_watcher() {
+        let error = kv_scenario("watch_start = \"now\"").expect_err("no watchers");
+        assert_eq!(error.field, "kv.watch_start");
+        let now = kv_scenario("watch_start = \"now\"\nwatchers = 1").unwrap();
+        assert_eq!(now.kv.unwrap().watch_start, WatchStart::Now);
     }
 
     fn lock_scenario(extra: &str) -> Result<Scenario, ScenarioError> {

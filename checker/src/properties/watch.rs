@@ -22,6 +22,15 @@
 //!
 //! Writes whose outcome is unknown have no known revision and are not required; changes made by
 //! other means (the lock recipe's keys, lease expiries) are not checked against writes.
+//!
+//! A stream recorded with `start_revision` 0 asked to start "now" (etcd's `start_revision = 0`)
+//! without recording which revision the server started it at (a history from another tool; ours
+//! record the created response's header revision + 1). Its start is then unknown but bounded: the
+//! server fixed it when it created the stream, before the `watch_start` record, so a write
+//! invoked after that record has a revision at or above the start, and so has every revision from
+//! the first one the stream delivered. Rule 1's start check is skipped for it, and rule 5 owes it
+//! the writes from the lowest revision either bound proves, never one acknowledged before it
+//! started (which etcd does not send to a watch from now).
 
 use std::collections::BTreeMap;
 
@@ -34,8 +43,10 @@ struct Stream {
     client: String,
     key: String,
     prefix: bool,
+    /// 0: "from now", the revision the server chose not recorded.
     start_revision: i64,
     start_entry: usize,
+    start_ns: u64,
     /// Deliveries and progress notifications in the order received: (entry, time, what).
     updates: Vec<(usize, u64, Update)>,
 }
@@ -90,6 +101,7 @@ fn streams(history: &History) -> BTreeMap<WatchId, Stream> {
                     prefix: *prefix,
                     start_revision: *start_revision,
                     start_entry: index,
+                    start_ns: entry.time_ns,
                     updates: Vec::new(),
                 };
                 streams.entry(*watch).or_insert(stream);
@@ -142,7 +154,7 @@ fn judge(id: WatchId, stream: &Stream, writes: &BTreeMap<i64, &KvOperation>) -> 
             if !stream.watches(&change.key) {
                 finding(time_ns, vec![stream.start_entry, entry], format!("delivered {at}, outside the watched range"));
             }
-            if change.revision < stream.start_revision {
+            if stream.start_revision > 0 && change.revision < stream.start_revision {
                 let message = format!("delivered {at}, below the start revision {}", stream.start_revision);
                 finding(time_ns, vec![stream.start_entry, entry], message);
             }
@@ -182,7 +194,15 @@ fn judge(id: WatchId, stream: &Stream, writes: &BTreeMap<i64, &KvOperation>) -> 
     let watermark = [highest, progress].into_iter().flatten().max_by_key(|(revision, _)| *revision);
     let mut covered = 0usize;
     if let Some((watermark, watermark_entry)) = watermark {
-        let owed = writes.range(stream.start_revision..=watermark).filter(|(_, w)| stream.watches(w.key()));
+        let owed_from = match stream.start_revision {
+            0 => owed_from_now(stream, writes),
+            start => start,
+        };
+        // (A range whose start is above its end would panic: a stream may report progress below
+        // its start, and one from now may be owed nothing.)
+        let owed = writes
+            .range(owed_from..=watermark.max(owed_from))
+            .filter(|(r, w)| **r <= watermark && stream.watches(w.key()));
         for (revision, write) in owed {
             covered += 1;
             if !seen.contains_key(&(*revision, write.key())) {
@@ -199,6 +219,19 @@ fn judge(id: WatchId, stream: &Stream, writes: &BTreeMap<i64, &KvOperation>) -> 
         }
     }
     Judged { findings, delivered, covered }
+}
+
+/// For a stream from "now" whose start revision was not recorded: the lowest revision it is
+/// proved to start at or below (see the module's docs): its first delivered revision, or the
+/// revision of a write invoked after the stream was created, whichever is lower; nothing is
+/// owed when neither exists.
+fn owed_from_now(stream: &Stream, writes: &BTreeMap<i64, &KvOperation>) -> i64 {
+    let first_delivered = stream.updates.iter().find_map(|(_, _, update)| match update {
+        Update::Changes(changes) => changes.iter().map(|c| c.revision).min(),
+        Update::Progress(_) => None,
+    });
+    let written_after = writes.iter().find(|(_, w)| w.invoke_ns > stream.start_ns).map(|(revision, _)| *revision);
+    [first_delivered, written_after].into_iter().flatten().min().unwrap_or(i64::MAX)
 }
 
 /// How a delivered change differs from the acknowledged write of its revision, if it does.

@@ -5,6 +5,7 @@ use coordsim_checker::history::{ChangeKind, Event, WatchEndReason, WatchedChange
 use super::{KEY_PREFIX, KvPlan, WATCH_POLL};
 use crate::client::Client;
 use crate::recorder::Recorder;
+use crate::scenario::WatchStart;
 use crate::store::{EventKind, KeyRange, StoreError};
 
 /// Follows every change to the workload's keys, stream after stream: a stream ends when the
@@ -12,7 +13,10 @@ use crate::store::{EventKind, KeyRange, StoreError};
 /// oldest still there) or when no server answers (the next resumes where this one stopped).
 pub(super) async fn watch(plan: &KvPlan, client: &Client, recorder: &Recorder) {
     let range = KeyRange::Prefix(KEY_PREFIX.to_string());
-    let mut from = 1i64;
+    let mut from = match plan.spec.watch_start {
+        WatchStart::First => 1i64,
+        WatchStart::Now => created_now(client, &range).await,
+    };
     loop {
         let watch = recorder.next_watch_id();
         recorder.record(
@@ -42,6 +46,18 @@ pub(super) async fn watch(plan: &KvPlan, client: &Client, recorder: &Recorder) {
         recorder.record(&plan.name, Event::WatchEnd { watch, reason: end.0, compact_revision: end.1 });
         if let Some(compact_revision) = end.1 {
             from = compact_revision;
+        }
+    }
+}
+
+/// The revision a watch from "now" starts at: a poll from revision 0 that waits for nothing is
+/// the stream's creation, answered with the store's current revision in its header (as etcd's
+/// created response); the stream starts at the next one. Retried until a server answers.
+async fn created_now(client: &Client, range: &KeyRange) -> i64 {
+    loop {
+        match client.watch_once(range.clone(), 0, std::time::Duration::ZERO).await {
+            Ok(Ok(batch)) => return batch.header_revision + 1,
+            Ok(Err(_)) | Err(_) => client.clock().sleep(WATCH_POLL).await,
         }
     }
 }
