@@ -765,6 +765,16 @@ fn herd_fails_when_one_release_wakes_every_waiter() {
 }
 
 #[test]
+fn herd_names_wakeups_before_the_first_release_as_such() {
+    // Issue 17: "21 wakeups before any release before the next release, at most 0 allowed".
+    let mut b = queue_of_three();
+    b.wakeup(500, "c3").wakeup(600, "c4");
+    let report = b.report(Property::Herd);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_eq!(report.findings[0].message, "/l: 2 wakeups before the first release, none allowed: c3, c4");
+}
+
+#[test]
 fn herd_allows_a_wakeup_for_each_waiter_that_left_the_queue() {
     // c3's lease expires right after c1's release: c4 (behind c3) wakes too, legitimately.
     let mut b = queue_of_three();

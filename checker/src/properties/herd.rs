@@ -132,14 +132,21 @@ fn judge(lock: &str, departures: &[Departure], woken: &[(u64, usize, &str)]) -> 
         }
         let names: Vec<&str> = here.iter().map(|(_, _, client)| *client).collect();
         let (time_ns, cause, mut entries) = match window {
-            0 => (here[0].0, "before any release".to_string(), Vec::new()),
+            0 if releases.is_empty() => (here[0].0, "with no release in the run".to_string(), Vec::new()),
+            0 => (here[0].0, "before the first release".to_string(), Vec::new()),
             _ => {
                 let release = releases[window - 1];
-                let cause = format!("after {}'s release at {}", release.client, History::fmt_time(release.time_ns));
+                let until = if window < releases.len() { ", before the next" } else { ", the last" };
+                let cause =
+                    format!("after {}'s release at {}{until}", release.client, History::fmt_time(release.time_ns));
                 (release.time_ns, cause, vec![release.entry])
             }
         };
         entries.extend(here.iter().map(|(_, entry, _)| *entry));
+        let allowed = match allowed {
+            0 => "none allowed".to_string(),
+            n => format!("at most {n} allowed"),
+        };
         let left = if waiters_left > 0 {
             format!(" ({waiters_left} waiters left the queue meanwhile)")
         } else {
@@ -148,11 +155,7 @@ fn judge(lock: &str, departures: &[Departure], woken: &[(u64, usize, &str)]) -> 
         findings.push(Finding {
             time_ns,
             until_ns: here.last().map(|(ns, _, _)| *ns),
-            message: format!(
-                "{lock}: {} wakeups {cause} before the next release, at most {allowed} allowed{left}: {}",
-                here.len(),
-                names.join(", ")
-            ),
+            message: format!("{lock}: {} wakeups {cause}, {allowed}{left}: {}", here.len(), names.join(", ")),
             entries,
         });
     }
