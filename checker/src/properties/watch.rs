@@ -198,11 +198,10 @@ fn judge(id: WatchId, stream: &Stream, writes: &BTreeMap<i64, &KvOperation>) -> 
             0 => owed_from_now(stream, writes),
             start => start,
         };
-        // (A range whose start is above its end would panic: a stream may report progress below
-        // its start, and one from now may be owed nothing.)
-        let owed = writes
-            .range(owed_from..=watermark.max(owed_from))
-            .filter(|(r, w)| **r <= watermark && stream.watches(w.key()));
+        // A stream may report progress below its start, and one from now may be owed nothing:
+        // an empty span then (a range whose start is above its end would panic).
+        let end = watermark.saturating_add(1);
+        let owed = writes.range(owed_from.min(end)..end).filter(|(_, w)| stream.watches(w.key()));
         for (revision, write) in owed {
             covered += 1;
             if !seen.contains_key(&(*revision, write.key())) {
