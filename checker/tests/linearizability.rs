@@ -196,8 +196,12 @@ mod register {
 
     #[test]
     fn time_limit_gives_unknown_promptly() {
-        let options =
-            CheckOptions { time_limit: Some(Duration::from_millis(200)), memory_limit_bytes: None, parallel: false };
+        let options = CheckOptions {
+            time_limit: Some(Duration::from_millis(200)),
+            memory_limit_bytes: None,
+            parallel: false,
+            ..CheckOptions::default()
+        };
         let started = Instant::now();
         let verdict = check(&RegisterModel::new(), &pathological(60), &options).unwrap();
         assert_eq!(verdict, Verdict::Unknown { reason: UnknownReason::TimeLimit });
@@ -210,6 +214,7 @@ mod register {
             time_limit: Some(Duration::from_secs(60)),
             memory_limit_bytes: Some(4 << 20),
             parallel: false,
+            ..CheckOptions::default()
         };
         let verdict = check(&RegisterModel::new(), &pathological(60), &options).unwrap();
         assert_eq!(verdict, Verdict::Unknown { reason: UnknownReason::MemoryLimit });
@@ -387,5 +392,81 @@ mod kv {
         for _ in 0..20 {
             assert_eq!(check(&KvModel::new(), &history, &CheckOptions::default()).unwrap(), expected);
         }
+    }
+}
+
+/// Issue 19: partitions advance in rounds, so one easy failure among hard partitions is found
+/// without waiting for them.
+mod partitions {
+    use super::*;
+    use coordsim_checker::linearizability::models::{AppendKvInput, AppendKvModel, AppendKvOp, AppendKvOutput};
+    use coordsim_checker::linearizability::{PartVerdict, check_with_stats};
+
+    type Op = Operation<AppendKvInput, AppendKvOutput>;
+
+    fn append(id: u64, key: &str, value: &str, call: u64, ret: u64) -> Op {
+        op(
+            id,
+            id,
+            AppendKvInput { key: key.into(), op: AppendKvOp::Append(value.into()) },
+            Some(AppendKvOutput::Done),
+            call,
+            ret,
+        )
+    }
+
+    fn get(id: u64, key: &str, value: &str, call: u64, ret: u64) -> Op {
+        op(
+            id,
+            id,
+            AppendKvInput { key: key.into(), op: AppendKvOp::Get },
+            Some(AppendKvOutput::Get(value.into())),
+            call,
+            ret,
+        )
+    }
+
+    /// 23 keys that take 12! orders to prove illegal (twelve overlapping appends, and a get of
+    /// a value no order gives), then one key whose stale read fails at once.
+    fn history() -> Vec<Op> {
+        let mut ops = Vec::new();
+        let mut id = 0;
+        for key in 0..23 {
+            let key = format!("hard-{key:02}");
+            for i in 0..12 {
+                ops.push(append(id, &key, &format!("{i},"), 10 + i, 1_000));
+                id += 1;
+            }
+            ops.push(get(id, &key, "no such order", 5, 2_000));
+            id += 1;
+        }
+        ops.push(append(id, "easy", "a", 10, 20));
+        ops.push(get(id + 1, "easy", "", 30, 40));
+        ops
+    }
+
+    #[test]
+    fn one_easy_failure_among_hard_keys_decides_when_the_first_failure_wins() {
+        let options = CheckOptions {
+            time_limit: Some(Duration::from_secs(60)),
+            first_failure_wins: true,
+            ..CheckOptions::default()
+        };
+        let (verdict, stats) = check_with_stats(&AppendKvModel, &history(), &options).unwrap();
+        let Verdict::Illegal(counterexample) = verdict else { panic!("{verdict:?}") };
+        assert_eq!(counterexample.partition, 23, "the easy key");
+        let skipped = stats.parts.iter().filter(|part| part.verdict == PartVerdict::Skipped).count();
+        assert_eq!(skipped, 23, "the hard keys stop, not time out: {:?}", stats.parts);
+    }
+
+    #[test]
+    fn the_lowest_failure_waits_for_the_partitions_before_it() {
+        let options = CheckOptions { time_limit: Some(Duration::from_millis(500)), ..CheckOptions::default() };
+        let (verdict, stats) = check_with_stats(&AppendKvModel, &history(), &options).unwrap();
+        // Illegal wins over unknown: the easy key was found, the hard ones ran to the limit.
+        assert!(matches!(&verdict, Verdict::Illegal(c) if c.partition == 23), "{verdict:?}");
+        let timed_out =
+            stats.parts.iter().filter(|p| p.verdict == PartVerdict::Unknown(UnknownReason::TimeLimit)).count();
+        assert_eq!(timed_out, 23);
     }
 }

@@ -123,26 +123,49 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-    /// Check a recorded history: a coordsim history.json (safety properties), a Jepsen etcd log
-    /// or a Jepsen EDN history (linearizability). Exit 0 valid, 1 violated, 3 unknown, 2 bad input.
+    /// Check recorded histories: coordsim history.json files (safety properties), Jepsen etcd
+    /// logs and Jepsen EDN histories (linearizability). Several files or folders: one line per
+    /// file and a total. Exit 0 valid, 1 violated, 3 unknown, 2 bad input.
     Check {
-        history: PathBuf,
+        /// History files, or folders to search for .json, .log, .edn and .txt files.
+        #[arg(required = true)]
+        histories: Vec<PathBuf>,
         #[arg(long, value_enum, default_value = "auto")]
         format: check::Format,
-        /// Model for Jepsen histories (default: register).
-        #[arg(long, value_enum)]
-        model: Option<check::ModelName>,
-        /// Time limit of the linearizability search; past it the verdict is unknown.
+        /// Model for Jepsen histories (default: from the records' :f).
+        #[arg(long, value_enum, default_value = "auto")]
+        model: check::ModelName,
+        /// Initial value of the register (`--initial 0`) or of the multi-register's keys
+        /// (`--initial x=0,y=0`); nil, never written, by default.
+        #[arg(long)]
+        initial: Option<String>,
+        /// Time limit of each file's linearizability search, e.g. 10s, 2m; past it the verdict is
+        /// unknown.
         #[arg(long, default_value = "10s", value_parser = parse_duration)]
         timeout: std::time::Duration,
+        /// Memory limit of each file's linearizability search, e.g. 512MiB, 4GiB (the search's
+        /// tables, counted before they grow); past it the verdict is unknown.
+        #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
+        memory_limit: usize,
     },
-    /// Measure simulation speed on one core: seeds per second and simulated seconds per wall second.
+    /// Measure simulation speed on one core: seeds per second and simulated seconds per wall
+    /// second. `coordsim bench check` measures the linearizability checker instead: time and
+    /// peak memory per history file (default: the corpora in checker/tests/data) and per
+    /// generated register history of the scaling grid.
     Bench {
+        /// A scenario, or `check`.
         #[arg(default_value = "split-brain-gc-pause")]
         scenario: String,
         /// Seeds A..B (inclusive), run one after the other.
         #[arg(long, default_value = "1..20", value_parser = parse_seed_range)]
         seeds: (u64, u64),
+        /// `bench check`: these history files or folders only (no generated grid).
+        #[arg(long, num_args = 1..)]
+        histories: Vec<PathBuf>,
+        /// `bench check`: write the generated grid's histories (Jepsen etcd logs) into this folder
+        /// for other checkers, and measure nothing.
+        #[arg(long)]
+        write_grid: Option<PathBuf>,
     },
     /// Run a scenario against a real etcd cluster or ZooKeeper ensemble on this machine (needs
     /// the `real` feature: `cargo coordsim-real real ...`); `coordsim real doctor` says what is
@@ -175,6 +198,27 @@ fn parse_seed_range(text: &str) -> Result<(u64, u64), String> {
 
 fn parse_shard(text: &str) -> Result<Shards, String> {
     Shards::parse(text)
+}
+
+/// `512MiB`, `4GiB`, `2G`, `100MB`, `65536`: a size in bytes (K, M, G with or without `iB`/`B`
+/// are powers of 1024).
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let trimmed = text.trim();
+    let digits = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(digits);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(format!("{trimmed:?} is not a size like 512MiB or 4GiB")),
+    };
+    let number: usize = number.parse().map_err(|_| format!("{trimmed:?} is not a size like 512MiB or 4GiB"))?;
+    number
+        .checked_mul(1usize << shift)
+        .filter(|&bytes| bytes > 0)
+        .ok_or_else(|| format!("{trimmed:?} is not a size between 1 byte and 16 EiB"))
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -226,8 +270,26 @@ pub fn main(cli: Cli) -> ExitCode {
             crate::shrink::run(&crate::shrink::Request { scenario, seed, property, out })
         }
         Command::Report { paths } => report_cmd::report(&paths),
-        Command::Check { history, format, model, timeout } => check::run(&history, format, model, timeout),
-        Command::Bench { scenario, seeds: (first, last) } => bench(&scenario, first, last),
+        Command::Check { histories, format, model, initial, timeout, memory_limit } => check::run(&check::Request {
+            paths: histories,
+            format,
+            model,
+            initial,
+            timeout,
+            memory_limit_bytes: memory_limit,
+        }),
+        Command::Bench { scenario, histories, write_grid, .. } if scenario == "check" => {
+            let request = check::Request {
+                paths: Vec::new(),
+                format: check::Format::Auto,
+                model: check::ModelName::Auto,
+                initial: None,
+                timeout: std::time::Duration::from_secs(60),
+                memory_limit_bytes: 4 << 30,
+            };
+            crate::bench_check::run(&histories, write_grid.as_deref(), &request)
+        }
+        Command::Bench { scenario, seeds: (first, last), .. } => bench(&scenario, first, last),
         Command::Model(args) => crate::model_cmd::run(args),
         Command::Real(args) => crate::real_cmd::run(args),
         Command::RealClient(args) => crate::real_cmd::client(args),

@@ -1,5 +1,6 @@
 //! The `coordsim` CLI and the scenario library.
 
+pub mod bench_check;
 pub mod bug_sweep;
 pub mod check;
 pub mod cli;

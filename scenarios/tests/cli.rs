@@ -202,6 +202,55 @@ fn check_rejects_malformed_jepsen_input_with_its_line() {
     assert_bad_input(&coordsim(&["check", unknown.to_str().unwrap()]), &["--format"]);
 }
 
+fn checker_data(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../checker/tests/data").join(path).to_str().unwrap().to_string()
+}
+
+/// issue 19: folders and several files, one line each and a total; the worst outcome decides.
+#[test]
+fn check_takes_folders_and_prints_a_line_per_file_and_a_total() {
+    let out = coordsim(&["check", &checker_data("knossos")]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(stdout.lines().count(), 123, "{stdout}");
+    assert!(stdout.contains("mutex/bad/etcd.edn: NOT linearizable"), "{stdout}");
+    let total = stdout.lines().last().unwrap();
+    assert!(total.starts_with("122 files in "), "{total}");
+    // The multi-register history is valid only from x = y = 0 (SOURCE.md).
+    assert!(total.ends_with(": 113 valid, 9 violated, 0 unknown, 0 bad input"), "{total}");
+    let out =
+        coordsim(&["check", &checker_data("knossos/cas-register/good"), &checker_data("porcupine/kv/c50-ok.txt")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("c50-ok.txt: linearizable (1712 operations, kv model"), "{}", text(&out.stdout));
+    let out = coordsim(&["check", &checker_data("knossos/multi-register"), "--initial", "x=0,y=0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+/// issue 19: exit 3 for unknown, exit 2 for an empty history, in every format.
+#[test]
+fn unknown_exits_3_and_empty_input_exits_2_in_every_format() {
+    let dir = scratch("check-formats");
+    let out = coordsim(&["run", "over-locking-cas", "--seed", "1", "--out", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json = dir.join("over-locking-cas/seed-1/history.json");
+    let edn = checker_data("knossos/cas-register/bad/cas-failure.edn");
+    let log = jepsen_log("etcd_002.log");
+    for path in [json.to_str().unwrap(), &edn, log.to_str().unwrap()] {
+        let out = coordsim(&["check", path, "--memory-limit", "1KiB"]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(3), "{path}: {stdout}");
+        assert!(stdout.contains("memory limit reached (1 KiB)"), "{stdout}");
+    }
+    for (name, content) in [("empty.json", ""), ("empty.log", "\n"), ("empty.edn", "; nothing\n[]"), ("blank.txt", " ")]
+    {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        assert_bad_input(&coordsim(&["check", path.to_str().unwrap()]), &[name]);
+    }
+    assert_bad_input(&coordsim(&["check", &edn, "--memory-limit", "lots"]), &["512MiB"]);
+    assert_bad_input(&coordsim(&["check", &edn, "--initial", "x"]), &["--initial 0"]);
+}
+
 /// issue 4: the drawn plan, pasted into the scenario as a fixed timeline, is the same run.
 #[test]
 fn show_plan_pasted_as_a_fixed_timeline_replays_the_same_history() {

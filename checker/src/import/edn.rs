@@ -331,7 +331,7 @@ impl<'a> Reader<'a> {
     }
 
     fn number(&self, token: &str) -> Result<Edn, EdnError> {
-        let bad = || self.error(format!("invalid number `{token}`"));
+        let bad = || self.error(format!("invalid number `{}`", super::cut(token)));
         if token.contains(['.', 'e', 'E']) || token.ends_with('M') {
             let digits = token.strip_suffix('M').unwrap_or(token);
             return digits.parse().map(Edn::Float).map_err(|_| bad());

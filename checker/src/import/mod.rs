@@ -1,11 +1,15 @@
 //! Importers: histories recorded by other tools, turned into [`crate::linearizability`] operations.
 //!
 //! - [`porcupine_log`]: the Jepsen etcd logs that Porcupine ships as test data (register model).
-//! - [`jepsen_edn`]: Jepsen EDN histories, one map per operation (register, cas-register, mutex).
+//! - [`jepsen_edn`]: Jepsen EDN histories, one map per operation (register, cas-register, mutex,
+//!   Porcupine's kv with append, Knossos's multi-register).
 //!
 //! Both follow Jepsen's rules for pairing an invocation with its completion (see `pairing.rs`):
 //! `:ok` completes, `:fail` means the operation did not take effect and drops it, `:info` means
-//! the outcome is unknown and leaves the operation open to the end of the history.
+//! the outcome is unknown and leaves the operation open to the end of the history. Each reads
+//! the completions as the checker its files come from does: Porcupine's etcd logs as Porcupine (a
+//! failed cas is a compare that failed), EDN as Knossos (a nil read is unknown); the module of
+//! each format says so in full.
 //!
 //! Errors name the file (when known), the line and the field; malformed input never panics.
 
@@ -30,6 +34,10 @@ pub enum ImportError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{}line {line}: field `{field}`: {message}", FileLabel(file.as_deref()))]
     Malformed { file: Option<PathBuf>, line: usize, field: &'static str, message: String },
+    /// No operation records at all (blank, or only comments and nemesis records): nothing to
+    /// check, which is bad input rather than a history that trivially passes.
+    #[error("{}the history is empty: no operation records", FileLabel(file.as_deref()))]
+    Empty { file: Option<PathBuf> },
 }
 
 /// A problem with one field, before the importer adds where it was.
@@ -57,6 +65,21 @@ impl fmt::Display for FileLabel<'_> {
             Some(path) => write!(f, "{}: ", path.display()),
             None => Ok(()),
         }
+    }
+}
+
+/// A value as shown in an error message: its debug form, cut to a readable length (a 10 MB line
+/// must not come back as 20 MB of stderr).
+pub(crate) fn brief(value: &dyn fmt::Debug) -> String {
+    cut(&format!("{value:?}"))
+}
+
+/// Text from the input as shown in an error message: at most 80 characters, then how long it was.
+pub fn cut(text: &str) -> String {
+    const SHOWN: usize = 80;
+    match text.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}… ({} characters)", &text[..end], text.chars().count()),
+        None => text.to_string(),
     }
 }
 

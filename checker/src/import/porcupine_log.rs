@@ -12,13 +12,20 @@
 //!
 //! The logs carry no clock, so an event's time is its line number: only the order matters for
 //! linearizability. The register starts as nil; a read's `:ok` value is what it read.
+//!
+//! Completions are read as Porcupine reads these files (`parseJepsenLog` in its tests): `:ok`
+//! took effect; `:fail :cas` is a compare-and-set that took effect as a compare that did not
+//! match (etcd's client reports a failed compare as a failure), so the register held another value
+//! at that point; `:fail` of a read or write did not take effect (Porcupine's `:fail :read
+//! :timed-out`, a read that answered nothing, constrains nothing either way); `:info` is unknown
+//! and open to the end of the history.
 
 use std::path::Path;
 
 use super::edn;
 use super::pairing::{Completion, Pairing};
 use super::register;
-use super::{FieldError, ImportError, RegisterHistory, read_to_string};
+use super::{FieldError, ImportError, RegisterHistory, cut, read_to_string};
 use crate::linearizability::models::{RegisterInput, RegisterOutput};
 
 /// Reads and parses one log file.
@@ -29,12 +36,17 @@ pub fn read(path: &Path) -> Result<RegisterHistory, ImportError> {
 /// Parses a log; `file` only labels errors.
 pub fn parse(text: &str, file: Option<&Path>) -> Result<RegisterHistory, ImportError> {
     let mut pairing = Pairing::new();
+    let mut events = 0usize;
     for (index, line) in text.lines().enumerate() {
         let line_number = index + 1;
         if line.trim().is_empty() {
             continue;
         }
         parse_line(&mut pairing, line, line_number).map_err(|e| e.at(file, line_number))?;
+        events += 1;
+    }
+    if events == 0 {
+        return Err(ImportError::Empty { file: file.map(Path::to_path_buf) });
     }
     Ok(pairing.finish())
 }
@@ -49,13 +61,15 @@ fn parse_line(
     if (info, logger, dash) != ("INFO", "jepsen.util", "-") {
         return Err(FieldError::new(
             "prefix",
-            format!("expected `INFO jepsen.util -`, found `{info} {logger} {dash}`"),
+            format!("expected `INFO jepsen.util -`, found `{}`", cut(&format!("{info} {logger} {dash}"))),
         ));
     }
-    let process: i64 =
-        process.parse().map_err(|_| FieldError::new("process", format!("expected an integer, found `{process}`")))?;
+    let process: i64 = process
+        .parse()
+        .map_err(|_| FieldError::new("process", format!("expected an integer, found `{}`", cut(process))))?;
     let f = keyword(f, "f")?;
-    let value = edn::parse_one(value).map_err(|e| FieldError::new("value", format!("`{value}`: {}", e.message)))?;
+    let value =
+        edn::parse_one(value).map_err(|e| FieldError::new("value", format!("`{}`: {}", cut(value), e.message)))?;
     let time = line_number as u64;
     match keyword(kind, "type")? {
         "invoke" => pairing.invoke(line_number, process, f, time, |_| register::input(f, &value)),
@@ -63,9 +77,14 @@ fn parse_line(
             let output = register::ok_output(f, &value)?;
             pairing.complete(process, f, time, Completion::Ok(output))
         }
+        // Porcupine's reading of these logs (its `parseJepsenLog`): a failed cas is a compare that
+        // did not match, which tells the checker the register held another value then.
+        "fail" if f == "cas" => {
+            pairing.complete(process, f, time, Completion::Ok(RegisterOutput::Cas { swapped: false }))
+        }
         "fail" => pairing.complete(process, f, time, Completion::Fail),
         "info" => pairing.complete(process, f, time, Completion::Info),
-        other => Err(FieldError::new("type", format!("expected :invoke, :ok, :fail or :info, found :{other}"))),
+        other => Err(FieldError::new("type", format!("expected :invoke, :ok, :fail or :info, found :{}", cut(other)))),
     }
 }
 
@@ -92,7 +111,7 @@ fn split_fields(line: &str) -> Result<([&str; 6], &str), FieldError> {
 fn keyword<'a>(token: &'a str, field: &'static str) -> Result<&'a str, FieldError> {
     match token.strip_prefix(':') {
         Some(name) if !name.is_empty() => Ok(name),
-        _ => Err(FieldError::new(field, format!("expected a keyword, found `{token}`"))),
+        _ => Err(FieldError::new(field, format!("expected a keyword, found `{}`", cut(token)))),
     }
 }
 
@@ -102,7 +121,7 @@ mod tests {
     use crate::linearizability::RETURN_NEVER;
 
     #[test]
-    fn pairs_invocations_with_completions_and_drops_failures() {
+    fn pairs_invocations_with_completions_and_reads_a_failed_cas_as_a_failed_compare() {
         let text = "INFO  jepsen.util - 4\t:invoke\t:read\tnil\n\
                     INFO  jepsen.util - 1   :invoke :cas    [1 2]\n\
                     INFO  jepsen.util - 4\t:ok\t:read\t3\n\
@@ -121,10 +140,29 @@ mod tests {
             summary,
             vec![
                 (0, 0, RegisterInput::Read, Some(RegisterOutput::Read(Some(3))), 1, 3),
+                (1, 1, RegisterInput::Cas { expected: 1, new: 2 }, Some(RegisterOutput::Cas { swapped: false }), 2, 6),
                 (2, 2, RegisterInput::Write(5), None, 5, RETURN_NEVER),
                 (3, 3, RegisterInput::Cas { expected: 5, new: 6 }, Some(RegisterOutput::Cas { swapped: true }), 8, 9),
             ]
         );
+    }
+
+    #[test]
+    fn a_failed_cas_of_the_value_just_written_is_not_linearizable() {
+        use crate::linearizability::models::RegisterModel;
+        use crate::linearizability::{CheckOptions, check};
+        let text = "INFO jepsen.util - 0 :invoke :write 1\n\
+                    INFO jepsen.util - 0 :ok :write 1\n\
+                    INFO jepsen.util - 0 :invoke :cas [1 2]\n\
+                    INFO jepsen.util - 0 :fail :cas [1 2]\n";
+        let history = parse(text, None).unwrap();
+        assert!(check(&RegisterModel::new(), &history, &CheckOptions::default()).unwrap().is_illegal());
+        // A failed read or write did not happen.
+        let text = "INFO jepsen.util - 0 :invoke :write 1\n\
+                    INFO jepsen.util - 0 :fail :write 1\n\
+                    INFO jepsen.util - 1 :invoke :read nil\n\
+                    INFO jepsen.util - 1 :fail :read :timed-out\n";
+        assert!(parse(text, None).unwrap().is_empty());
     }
 
     #[test]
@@ -168,7 +206,18 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_log_is_an_empty_history() {
-        assert!(parse("", None).unwrap().is_empty());
+    fn an_empty_log_is_bad_input() {
+        for text in ["", "\n  \n"] {
+            let error = parse(text, Some(Path::new("e.log"))).unwrap_err();
+            assert_eq!(error.to_string(), "e.log: the history is empty: no operation records");
+        }
+    }
+
+    #[test]
+    fn a_long_value_is_cut_in_the_message() {
+        let text = format!("INFO jepsen.util - 1 :invoke :write [{}", "1 ".repeat(1_000_000));
+        let message = parse(&text, None).unwrap_err().to_string();
+        assert!(message.len() < 300, "{} bytes", message.len());
+        assert!(message.contains("(2000000 characters)"), "{message}");
     }
 }

@@ -38,12 +38,14 @@ fn unknown_f(f: &str) -> FieldError {
 }
 
 fn int(value: &Edn) -> Result<i64, FieldError> {
-    value.as_int().ok_or_else(|| FieldError::new("value", format!("expected an integer, found {value:?}")))
+    value
+        .as_int()
+        .ok_or_else(|| FieldError::new("value", format!("expected an integer, found {}", super::brief(value))))
 }
 
 fn pair(value: &Edn) -> Result<(i64, i64), FieldError> {
     match value {
         Edn::Vector(items) | Edn::List(items) if items.len() == 2 => Ok((int(&items[0])?, int(&items[1])?)),
-        _ => Err(FieldError::new("value", format!("expected [expected new], found {value:?}"))),
+        _ => Err(FieldError::new("value", format!("expected [expected new], found {}", super::brief(value)))),
     }
 }

@@ -1,17 +1,68 @@
-//! The set of linearized operations, with a hash kept up to date as bits flip.
+//! The set of linearized operations, with a hash kept up to date as bits flip, and a compact form
+//! whose size follows the history's concurrency instead of its length.
 
 /// A fixed-size bitset with an incremental Zobrist hash: each bit index owns a fixed pseudo-random
 /// word, and the hash is the XOR of the words of the bits that are set. Setting or clearing a bit
 /// is one XOR, so the search never rehashes the whole set (Lowe's cache probes once per step).
+///
+/// Bits come in two regions. The *ordered* region holds the operations that returned, numbered by
+/// call; the *open* region, starting at a word boundary after it, holds those whose outcome is
+/// unknown (they stay open to the end of the history). The search only linearizes an operation
+/// whose call precedes every remaining return, so while ordered operation `k` waits, every
+/// linearized ordered operation was called before `k` returned: the ordered bits set are all those
+/// below some frontier plus a few within one operation's duration after it. [`Bitset::compact`]
+/// therefore stores the frontier's word index and the words from there to the highest set
+/// ordered bit, plus the open region: a few words for a history of any length at bounded
+/// concurrency, where the whole set would be one bit per operation in every cache entry.
 #[derive(Clone, Debug)]
 pub(crate) struct Bitset {
     words: Vec<u64>,
     hash: u64,
+    /// Words of the ordered region; the open region follows.
+    ordered_words: usize,
+    ordered_bits: usize,
+    /// The lowest ordered bit not set (`ordered_bits` when all are).
+    frontier: usize,
+    /// An upper bound on one past the highest ordered word with a bit set; tightened lazily.
+    ordered_end: usize,
+}
+
+/// The canonical compact form of a set: two sets are equal iff their compact forms are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Compact<'a> {
+    /// The word holding the frontier: every ordered word below it is all ones.
+    pub(crate) low_word: u64,
+    /// Ordered words from `low_word` to the last one with a bit set (none if there is no such
+    /// word at or above `low_word`).
+    pub(crate) ordered: &'a [u64],
+    /// The whole open region.
+    pub(crate) open: &'a [u64],
+}
+
+impl Compact<'_> {
+    pub(crate) fn len(&self) -> usize {
+        1 + self.ordered.len() + self.open.len()
+    }
 }
 
 impl Bitset {
-    pub(crate) fn new(bits: usize) -> Self {
-        Bitset { words: vec![0; bits.div_ceil(64)], hash: 0 }
+    /// A set over `ordered` operations that returned (bits `0..ordered`) and `open` ones whose
+    /// outcome is unknown (bits from `ordered` rounded up to a word boundary).
+    pub(crate) fn new(ordered: usize, open: usize) -> Self {
+        let ordered_words = ordered.div_ceil(64);
+        Bitset {
+            words: vec![0; ordered_words + open.div_ceil(64)],
+            hash: 0,
+            ordered_words,
+            ordered_bits: ordered,
+            frontier: 0,
+            ordered_end: 0,
+        }
+    }
+
+    /// The bit index of open operation `index` (counted from 0 within the open region).
+    pub(crate) fn open_bit(&self, index: usize) -> usize {
+        self.ordered_words * 64 + index
     }
 
     #[inline]
@@ -24,6 +75,15 @@ impl Bitset {
         debug_assert!(!self.contains(bit), "bit {bit} already set");
         self.words[bit / 64] |= 1 << (bit % 64);
         self.hash ^= zobrist_key(bit);
+        if bit < self.ordered_bits {
+            self.ordered_end = self.ordered_end.max(bit / 64 + 1);
+            if bit == self.frontier {
+                self.frontier += 1;
+                while self.frontier < self.ordered_bits && self.contains(self.frontier) {
+                    self.frontier += 1;
+                }
+            }
+        }
     }
 
     #[inline]
@@ -31,6 +91,9 @@ impl Bitset {
         debug_assert!(self.contains(bit), "bit {bit} not set");
         self.words[bit / 64] &= !(1 << (bit % 64));
         self.hash ^= zobrist_key(bit);
+        if bit < self.frontier {
+            self.frontier = bit;
+        }
     }
 
     #[inline]
@@ -38,9 +101,21 @@ impl Bitset {
         self.hash
     }
 
+    /// The compact form of the set as it is now.
     #[inline]
-    pub(crate) fn words(&self) -> &[u64] {
-        &self.words
+    pub(crate) fn compact(&mut self) -> Compact<'_> {
+        let low = self.frontier / 64;
+        while self.ordered_end > low && self.words[self.ordered_end - 1] == 0 {
+            self.ordered_end -= 1;
+        }
+        let end = self.ordered_end.max(low).min(self.ordered_words);
+        let low = low.min(end);
+        Compact { low_word: low as u64, ordered: &self.words[low..end], open: &self.words[self.ordered_words..] }
+    }
+
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.words.capacity() * 8
     }
 }
 
@@ -65,8 +140,8 @@ mod tests {
 
     #[test]
     fn hash_depends_on_the_set_not_on_the_order_of_changes() {
-        let mut a = Bitset::new(130);
-        let mut b = Bitset::new(130);
+        let mut a = Bitset::new(130, 0);
+        let mut b = Bitset::new(130, 0);
         for bit in [3, 64, 129] {
             a.insert(bit);
         }
@@ -74,14 +149,14 @@ mod tests {
             b.insert(bit);
         }
         b.remove(7);
-        assert_eq!(a.words(), b.words());
+        assert_eq!(a.compact(), b.compact());
         assert_eq!(a.hash(), b.hash());
         assert!(a.contains(129) && !a.contains(7));
     }
 
     #[test]
     fn empty_set_hashes_to_zero_and_removal_restores_it() {
-        let mut a = Bitset::new(10);
+        let mut a = Bitset::new(10, 0);
         a.insert(4);
         assert_ne!(a.hash(), 0);
         a.remove(4);
@@ -92,5 +167,50 @@ mod tests {
     fn keys_of_neighbouring_bits_differ() {
         let keys: std::collections::BTreeSet<u64> = (0..10_000).map(zobrist_key).collect();
         assert_eq!(keys.len(), 10_000);
+    }
+
+    #[test]
+    fn the_compact_form_is_canonical_and_starts_at_the_frontier_word() {
+        let mut a = Bitset::new(300, 70);
+        for bit in 0..200 {
+            a.insert(bit);
+        }
+        a.insert(250);
+        let open = a.open_bit(69);
+        a.insert(open);
+        let compact = a.compact();
+        assert_eq!(compact.low_word, 3, "bits 0..200 set: the frontier, 200, is in word 3");
+        assert_eq!(compact.ordered.len(), 1, "words 3 (bits 192..199 and 250): one");
+        assert_eq!(compact.open, &[0, 1 << 5][..]);
+        assert_eq!(compact.len(), 4);
+
+        // The same set reached another way, through a frontier that moved back and forth.
+        let mut b = Bitset::new(300, 70);
+        b.insert(open);
+        b.insert(250);
+        b.insert(260);
+        for bit in (0..200).rev() {
+            b.insert(bit);
+        }
+        b.remove(260);
+        b.remove(5);
+        b.insert(5);
+        assert_eq!(a.compact(), b.compact());
+        assert_eq!(a.hash(), b.hash());
+        b.remove(250);
+        assert_ne!(a.compact(), b.compact());
+        assert_eq!(b.compact().ordered, &[0xff][..], "word 3 holds bits 192..199 only");
+    }
+
+    #[test]
+    fn a_full_ordered_region_has_no_ordered_words() {
+        let mut a = Bitset::new(128, 0);
+        for bit in 0..128 {
+            a.insert(bit);
+        }
+        let compact = a.compact();
+        assert_eq!((compact.low_word, compact.ordered.len(), compact.open.len()), (2, 0, 0));
+        let mut empty = Bitset::new(0, 3);
+        assert_eq!(empty.compact().len(), 2);
     }
 }

@@ -20,6 +20,7 @@ pub(crate) struct Budget {
     /// The lowest partition index found illegal so far, `usize::MAX` if none. Partitions above it
     /// stop; partitions below it go on, so the reported failure does not depend on thread timing.
     lowest_failure: AtomicUsize,
+    first_failure_wins: bool,
 }
 
 impl Budget {
@@ -30,6 +31,7 @@ impl Budget {
             memory_limit_bytes: options.memory_limit_bytes,
             memory_used_bytes: AtomicUsize::new(0),
             lowest_failure: AtomicUsize::new(usize::MAX),
+            first_failure_wins: options.first_failure_wins,
         }
     }
 
@@ -38,7 +40,11 @@ impl Budget {
     }
 
     pub(crate) fn is_cancelled(&self, partition: usize) -> bool {
-        self.lowest_failure.load(Ordering::Relaxed) < partition
+        let lowest = self.lowest_failure.load(Ordering::Relaxed);
+        match self.first_failure_wins {
+            true => lowest != usize::MAX && lowest != partition,
+            false => lowest < partition,
+        }
     }
 
     fn poll(&self, partition: usize) -> Result<(), Stop> {
@@ -69,6 +75,9 @@ pub(crate) struct Meter<'a> {
     steps_until_poll: u32,
     /// Bytes already forwarded to the budget.
     charged_bytes: usize,
+    /// Growth forwarded at once: at most [`BYTES_PER_CHARGE`], and a sixteenth of the limit, so a
+    /// small limit is not overshot by a whole chunk.
+    chunk_bytes: usize,
 }
 
 const STEPS_PER_POLL: u32 = 1024;
@@ -76,7 +85,9 @@ const BYTES_PER_CHARGE: usize = 64 * 1024;
 
 impl<'a> Meter<'a> {
     pub(crate) fn new(budget: &'a Budget, partition: usize) -> Self {
-        Meter { budget, partition, steps_until_poll: STEPS_PER_POLL, charged_bytes: 0 }
+        let chunk_bytes =
+            budget.memory_limit_bytes.map_or(BYTES_PER_CHARGE, |limit| (limit / 16).clamp(1, BYTES_PER_CHARGE));
+        Meter { budget, partition, steps_until_poll: STEPS_PER_POLL, charged_bytes: 0, chunk_bytes }
     }
 
     #[inline]
@@ -89,12 +100,18 @@ impl<'a> Meter<'a> {
         self.budget.poll(self.partition)
     }
 
+    /// Gives this partition's memory back to the shared budget: its search has ended.
+    pub(crate) fn release(&mut self) {
+        self.budget.memory_used_bytes.fetch_sub(self.charged_bytes, Ordering::Relaxed);
+        self.charged_bytes = 0;
+    }
+
     /// Reports that this partition now holds `bytes` (which only grow during a search);
     /// forwards the growth to the shared budget in chunks.
     #[inline]
     pub(crate) fn hold(&mut self, bytes: usize) -> Result<(), Stop> {
         let growth = bytes.saturating_sub(self.charged_bytes);
-        if growth < BYTES_PER_CHARGE {
+        if growth < self.chunk_bytes {
             return Ok(());
         }
         self.charged_bytes += growth;

@@ -13,38 +13,42 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
-use super::bitset::{Bitset, mix64};
+use super::bitset::{Compact, mix64};
 
 /// Identifies an interned model state; ids count from 1.
 pub(crate) type StateId = u32;
 
 pub(crate) struct Cache<S> {
-    /// Words per slot: a head word, then the bitset words. The head word holds the high 32 bits
-    /// of the pair's hash and the state id, so one comparison filters on both; it is never 0
-    /// for a used slot (ids start at 1), and 0 marks an empty slot.
-    stride: usize,
-    slots: Vec<u64>,
+    /// Two words per slot. The head word holds the high 32 bits of the pair's hash and the state
+    /// id, so one comparison filters on both; it is never 0 for a used slot (ids start at 1), and
+    /// 0 marks an empty slot. The second word says where the set's compact form lies in `arena`:
+    /// its offset (high 40 bits) and length in words (low 24 bits).
+    slots: Vec<[u64; 2]>,
     /// Slot count minus one; the slot count is a power of two, at most 2^32 (the slot index comes
-    /// from the 32 hash bits kept in the head word, so growing never rehashes a bitset).
+    /// from the 32 hash bits kept in the head word, so growing never reads the arena).
     mask: usize,
     len: usize,
+    /// The compact forms of the recorded sets, one after the other: the frontier's word index,
+    /// then the words (see [`Compact`]).
+    arena: Vec<u64>,
     states: HashMap<S, StateId, BuildHasherDefault<StateHasher>>,
 }
 
 const SLOTS_INITIAL: usize = 16;
+const LEN_BITS: u32 = 24;
+const OFFSET_MAX: u64 = (1 << (64 - LEN_BITS)) - 1;
 
-/// The search ran out of state ids or slots: past any sensible memory limit.
+/// The search ran out of state ids, slots or arena words: past any sensible memory limit.
 #[derive(Debug)]
 pub(crate) struct Full;
 
 impl<S: Eq + Hash + Clone> Cache<S> {
-    pub(crate) fn new(bits: usize) -> Self {
-        let stride = 1 + bits.div_ceil(64);
+    pub(crate) fn new() -> Self {
         Cache {
-            stride,
-            slots: vec![0; SLOTS_INITIAL * stride],
+            slots: vec![[0; 2]; SLOTS_INITIAL],
             mask: SLOTS_INITIAL - 1,
             len: 0,
+            arena: Vec::new(),
             states: HashMap::default(),
         }
     }
@@ -60,55 +64,94 @@ impl<S: Eq + Hash + Clone> Cache<S> {
         Ok((id, true))
     }
 
+    /// Bytes the next [`Cache::insert`] of a set of `words` words may allocate on top of what is
+    /// held (a doubled slot table or arena lives beside the old one while it is filled), or 0.
+    /// The search charges them to the budget before inserting, so a limit bounds the peak.
+    pub(crate) fn growth_bytes(&self, words: usize) -> usize {
+        let mut bytes = 0;
+        if (self.len + 1) * 2 > self.mask + 1 {
+            bytes += (self.mask + 1) * 2 * size_of::<[u64; 2]>();
+        }
+        if self.arena.len() + words > self.arena.capacity() {
+            bytes += (self.arena.capacity() * 2).max(self.arena.len() + words) * 8;
+        }
+        bytes
+    }
+
     /// Records the pair; returns false if it was already there.
     #[inline]
-    pub(crate) fn insert(&mut self, set: &Bitset, state: StateId) -> Result<bool, Full> {
-        let hash = set.hash() ^ mix64(state.into());
+    pub(crate) fn insert(&mut self, set: &Compact<'_>, hash: u64, state: StateId) -> Result<bool, Full> {
+        let hash = hash ^ mix64(state.into());
         let head = (hash >> 32) << 32 | u64::from(state);
-        let words = set.words();
+        let len = set.len();
         let mut index = (hash >> 32) as usize & self.mask;
         loop {
-            let slot = &mut self.slots[index * self.stride..(index + 1) * self.stride];
+            let slot = self.slots[index];
             if slot[0] == 0 {
-                slot[0] = head;
-                slot[1..].copy_from_slice(words);
+                let offset = self.arena.len() as u64;
+                if offset > OFFSET_MAX || len as u64 >= 1 << LEN_BITS {
+                    return Err(Full);
+                }
+                if self.arena.len() + len > self.arena.capacity() {
+                    // Doubling, as Vec would, but stated: `growth_bytes` charged for it.
+                    self.arena.reserve_exact(self.arena.capacity().max(len));
+                }
+                self.arena.push(set.low_word);
+                self.arena.extend_from_slice(set.ordered);
+                self.arena.extend_from_slice(set.open);
+                self.slots[index] = [head, offset << LEN_BITS | len as u64];
                 self.len += 1;
                 if self.len * 2 > self.mask + 1 {
                     self.grow()?;
                 }
                 return Ok(true);
             }
-            // A word loop: slots are a few words long, too short for a memcmp call to pay.
-            if slot[0] == head && slot[1..].iter().zip(words).all(|(a, b)| a == b) {
+            if slot[0] == head && self.holds(slot[1], set) {
                 return Ok(false);
             }
             index = (index + 1) & self.mask;
         }
     }
 
+    /// Whether the compact form at `location` is `set`.
+    #[inline]
+    fn holds(&self, location: u64, set: &Compact<'_>) -> bool {
+        let len = (location & ((1 << LEN_BITS) - 1)) as usize;
+        if len != set.len() {
+            return false;
+        }
+        let offset = (location >> LEN_BITS) as usize;
+        let words = &self.arena[offset..offset + len];
+        // A word loop: forms are a few words long, too short for a memcmp call to pay.
+        words[0] == set.low_word
+            && words[1..1 + set.ordered.len()].iter().zip(set.ordered).all(|(a, b)| a == b)
+            && words[1 + set.ordered.len()..].iter().zip(set.open).all(|(a, b)| a == b)
+    }
+
     /// Doubles the table (kept at most half full, so probe runs stay short).
     fn grow(&mut self) -> Result<(), Full> {
-        let stride = self.stride;
         let capacity = (self.mask + 1) * 2;
         if capacity > 1 << 32 {
             return Err(Full);
         }
-        let old = std::mem::replace(&mut self.slots, vec![0; capacity * stride]);
+        let old = std::mem::replace(&mut self.slots, vec![[0; 2]; capacity]);
         self.mask = capacity - 1;
-        for slot in old.chunks_exact(stride).filter(|slot| slot[0] != 0) {
+        for slot in old.into_iter().filter(|slot| slot[0] != 0) {
             let mut index = (slot[0] >> 32) as usize & self.mask;
-            while self.slots[index * stride] != 0 {
+            while self.slots[index][0] != 0 {
                 index = (index + 1) & self.mask;
             }
-            self.slots[index * stride..(index + 1) * stride].copy_from_slice(slot);
+            self.slots[index] = slot;
         }
         Ok(())
     }
 
-    /// Bytes held, not counting heap owned by interned states: the slot table and the interner
-    /// (a key, a value and a control byte per bucket).
+    /// Bytes held, not counting heap owned by interned states: the slot table, the arena and the
+    /// interner (a key, a value and a control byte per bucket).
     pub(crate) fn bytes(&self) -> usize {
-        self.slots.len() * 8 + self.states.capacity() * (size_of::<(S, StateId)>() + 1)
+        self.slots.len() * size_of::<[u64; 2]>()
+            + self.arena.capacity() * 8
+            + self.states.capacity() * (size_of::<(S, StateId)>() + 1)
     }
 
     /// (set, state) pairs recorded: the search steps that entered a new pair.
@@ -185,39 +228,46 @@ impl Hasher for StateHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linearizability::bitset::Bitset;
+
+    fn insert(cache: &mut Cache<Option<i64>>, set: &mut Bitset, state: StateId) -> bool {
+        let hash = set.hash();
+        cache.insert(&set.compact(), hash, state).unwrap()
+    }
 
     #[test]
     fn a_pair_is_new_once() {
-        let mut cache = Cache::new(70);
-        let mut set = Bitset::new(70);
+        let mut cache = Cache::new();
+        let mut set = Bitset::new(70, 0);
         let (three, new) = cache.intern(&Some(3i64)).unwrap();
         assert!(new);
         let (four, _) = cache.intern(&Some(4i64)).unwrap();
         assert_eq!(cache.intern(&Some(3i64)).unwrap(), (three, false));
         set.insert(69);
-        assert!(cache.insert(&set, three).unwrap());
-        assert!(!cache.insert(&set, three).unwrap());
-        assert!(cache.insert(&set, four).unwrap());
+        assert!(insert(&mut cache, &mut set, three));
+        assert!(!insert(&mut cache, &mut set, three));
+        assert!(insert(&mut cache, &mut set, four));
         set.insert(0);
-        assert!(cache.insert(&set, three).unwrap());
+        assert!(insert(&mut cache, &mut set, three));
         assert_eq!(cache.len(), 3);
     }
 
     #[test]
     fn growing_keeps_every_pair() {
-        let mut cache: Cache<u8> = Cache::new(200);
-        let mut set = Bitset::new(200);
+        let mut cache: Cache<Option<i64>> = Cache::new();
+        let mut set = Bitset::new(150, 50);
         let mut inserted = Vec::new();
         for bit in 0..200 {
-            set.insert(bit);
+            set.insert(if bit < 150 { bit } else { set.open_bit(bit - 150) });
             for state in 1..6 {
-                assert!(cache.insert(&set, state).unwrap());
+                assert!(cache.growth_bytes(set.compact().len()) < 1 << 20);
+                assert!(insert(&mut cache, &mut set, state));
                 inserted.push((set.clone(), state));
             }
         }
         assert_eq!(cache.len(), 1000);
-        for (set, state) in &inserted {
-            assert!(!cache.insert(set, *state).unwrap());
+        for (mut set, state) in inserted {
+            assert!(!insert(&mut cache, &mut set, state));
         }
     }
 }

@@ -5,10 +5,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::budget::{Budget, Meter, Stop};
-use super::engine::{self, Outcome, SearchStats, entries_of};
+use super::engine::{self, Outcome, Progress, SearchStats, entries_of};
 use super::entries::END;
 use super::model::Model;
-use super::operation::{HistoryError, Operation};
+use super::operation::{HistoryError, OpId, Operation};
 use super::partition::parts_of;
 use super::verdict::{CheckOptions, Counterexample, StuckOperation, UnknownReason, Verdict};
 
@@ -24,9 +24,12 @@ pub fn check<M: Model>(
     check_with_stats(model, history, options).map(|(verdict, _)| verdict)
 }
 
-/// What a check cost: how much of the search space it entered and the memory its caches held.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a check cost: how much of the search space it entered and the memory its caches held,
+/// and what each partition's search found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckStats {
+    /// One per partition, in partition order (by smallest operation id).
+    pub parts: Vec<PartOutcome>,
     /// Partitions searched (those skipped after an earlier failure are not counted).
     pub partitions: usize,
     /// (set of linearized operations, model state) pairs entered, summed over partitions: the
@@ -42,6 +45,24 @@ pub struct CheckStats {
     pub total_bytes: usize,
 }
 
+/// One partition's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartOutcome {
+    /// The partition's smallest operation id (to name its key).
+    pub first_op: OpId,
+    pub operations: usize,
+    pub verdict: PartVerdict,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartVerdict {
+    Linearizable,
+    Illegal,
+    Unknown(UnknownReason),
+    /// Not searched to the end: another partition's failure decided the history.
+    Skipped,
+}
+
 /// [`check`], also returning what the search cost.
 pub fn check_with_stats<M: Model>(
     model: &M,
@@ -51,25 +72,58 @@ pub fn check_with_stats<M: Model>(
     let budget = Budget::new(options, Instant::now());
     validate(history)?;
     let parts = parts_of(model, history)?;
-    let check_part = |(index, part): (usize, &Vec<usize>)| {
-        let ops: Vec<_> = part.iter().map(|&i| &history[i]).collect();
-        check_part(model, &ops, index, &budget)
-    };
-    let results: Vec<(PartResult, Option<SearchStats>)> = if options.parallel && parts.len() > 1 {
-        parts.par_iter().enumerate().map(check_part).collect()
-    } else {
-        // One after the other; the first failure ends the check.
-        let mut results = Vec::with_capacity(parts.len());
-        for result in parts.iter().enumerate().map(check_part) {
-            let failed = matches!(result.0, PartResult::Illegal(_));
-            results.push(result);
-            if failed {
-                break;
-            }
+    let part_ops: Vec<Vec<&Operation<M::Input, M::Output>>> = parts
+        .iter()
+        .map(|part| {
+            let mut ops: Vec<_> = part.iter().map(|&i| &history[i]).collect();
+            engine::order_for_search(&mut ops);
+            ops
+        })
+        .collect();
+    let mut states: Vec<PartState<'_, M>> = part_ops
+        .iter()
+        .enumerate()
+        .map(|(index, ops)| PartState {
+            index,
+            ops,
+            search: None,
+            meter: Meter::new(&budget, index),
+            result: None,
+            stats: None,
+        })
+        .collect();
+    // Rounds of doubling step allowances: every undecided partition advances in each round, so an
+    // easy failure is found early whatever its index, and each round's results decide whether
+    // the check is over (see `decided`).
+    let mut steps = FIRST_ROUND_STEPS;
+    loop {
+        let pending: Vec<&mut PartState<'_, M>> = states.iter_mut().filter(|state| state.result.is_none()).collect();
+        if pending.is_empty() {
+            break;
         }
-        results
-    };
+        if options.parallel && pending.len() > 1 {
+            pending.into_par_iter().for_each(|state| state.advance(model, &budget, steps));
+        } else {
+            pending.into_iter().for_each(|state| state.advance(model, &budget, steps));
+        }
+        if decided(&states, options) {
+            break;
+        }
+        steps = steps.saturating_mul(2);
+    }
+    let results: Vec<(PartResult, Option<SearchStats>)> =
+        states.into_iter().map(|state| (state.result.unwrap_or(PartResult::Cancelled), state.stats)).collect();
     let mut stats = CheckStats::default();
+    for (index, part) in parts.iter().enumerate() {
+        let verdict = match &results[index].0 {
+            PartResult::Ok => PartVerdict::Linearizable,
+            PartResult::Illegal(_) => PartVerdict::Illegal,
+            PartResult::Unknown(reason) => PartVerdict::Unknown(*reason),
+            PartResult::Cancelled => PartVerdict::Skipped,
+        };
+        let first_op = part.iter().map(|&i| history[i].id).min().unwrap_or_default();
+        stats.parts.push(PartOutcome { first_op, operations: part.len(), verdict });
+    }
     for (_, part) in &results {
         stats.partitions += usize::from(part.is_some());
         let part = part.unwrap_or_default();
@@ -119,27 +173,60 @@ fn validate<I, O>(history: &[Operation<I, O>]) -> Result<(), HistoryError> {
     }
 }
 
-fn check_part<M: Model>(
-    model: &M,
-    ops: &[&Operation<M::Input, M::Output>],
+/// Steps of every partition's first round; each round doubles it. Small enough that a round of a
+/// few dozen partitions takes milliseconds, large enough that most partitions end in their first.
+const FIRST_ROUND_STEPS: u64 = 1 << 14;
+
+/// One partition's search across rounds.
+struct PartState<'a, M: Model> {
     index: usize,
-    budget: &Budget,
-) -> (PartResult, Option<SearchStats>) {
-    if budget.is_cancelled(index) {
-        return (PartResult::Cancelled, None);
-    }
-    let mut meter = Meter::new(budget, index);
-    let (outcome, stats) = engine::search(model, ops, &mut meter);
-    let result = match outcome {
-        Outcome::Linearizable => PartResult::Ok,
-        Outcome::Illegal { longest_prefix } => {
-            budget.report_failure(index);
-            PartResult::Illegal(counterexample(model, ops, index, &longest_prefix))
+    ops: &'a [&'a Operation<M::Input, M::Output>],
+    /// Made on the first round (on the thread that runs it) and dropped when decided, so memory
+    /// is held only while a search is open.
+    search: Option<engine::Search<'a, M>>,
+    meter: Meter<'a>,
+    result: Option<PartResult>,
+    stats: Option<SearchStats>,
+}
+
+impl<'a, M: Model> PartState<'a, M> {
+    fn advance(&mut self, model: &'a M, budget: &Budget, steps: u64) {
+        if budget.is_cancelled(self.index) {
+            self.finish(PartResult::Cancelled);
+            return;
         }
-        Outcome::Stopped(Stop::Limit(reason)) => PartResult::Unknown(reason),
-        Outcome::Stopped(Stop::Cancelled) => PartResult::Cancelled,
+        let search = self.search.get_or_insert_with(|| engine::Search::new(model, self.ops));
+        let Progress::Done(outcome) = search.resume(&mut self.meter, steps) else {
+            return;
+        };
+        self.stats = Some(search.stats());
+        let result = match outcome {
+            Outcome::Linearizable => PartResult::Ok,
+            Outcome::Illegal { longest_prefix } => {
+                budget.report_failure(self.index);
+                PartResult::Illegal(counterexample(model, self.ops, self.index, &longest_prefix))
+            }
+            Outcome::Stopped(Stop::Limit(reason)) => PartResult::Unknown(reason),
+            Outcome::Stopped(Stop::Cancelled) => PartResult::Cancelled,
+        };
+        self.finish(result);
+    }
+
+    fn finish(&mut self, result: PartResult) {
+        self.search = None;
+        self.meter.release();
+        self.result = Some(result);
+    }
+}
+
+/// Whether the rounds can stop with partitions still open: with `first_failure_wins`, as soon
+/// as one is illegal; otherwise once one is illegal and every partition before it is decided (the
+/// reported failure is then the lowest, whatever the timing).
+fn decided<M: Model>(states: &[PartState<'_, M>], options: &CheckOptions) -> bool {
+    let Some(lowest) = states.iter().position(|state| matches!(state.result, Some(PartResult::Illegal(_)))) else {
+        return false;
     };
-    (result, Some(stats))
+    options.first_failure_wins || states[..lowest].iter().all(|state| state.result.is_some())
 }
 
 /// Replays the longest prefix and lists the operations that real time allows next: those whose

@@ -51,61 +51,86 @@ pub(crate) fn entries_of<I, O>(ops: &[&Operation<I, O>]) -> Entries {
     Entries::new(&mut events)
 }
 
-pub(crate) fn search<M: Model>(
-    model: &M,
-    ops: &[&Operation<M::Input, M::Output>],
-    meter: &mut Meter<'_>,
-) -> (Outcome, SearchStats) {
-    let mut search = Search::new(model, ops);
-    let outcome = run(&mut search, meter);
-    let stats = SearchStats { cache_entries: search.cache.len(), states: search.cache.states(), bytes: search.bytes() };
-    (outcome, stats)
+/// Orders a partition's operations as the search numbers them: those that returned by call (time,
+/// then id), then those open to the end, also by call. The search visits entries by time and id
+/// alone, so this order changes only the bit each operation owns in the linearized set, which
+/// lets the set's compact form follow the concurrency (see `bitset.rs`).
+pub(crate) fn order_for_search<I, O>(ops: &mut [&Operation<I, O>]) {
+    ops.sort_unstable_by_key(|op| (op.output.is_none(), op.call_ns, op.id));
 }
 
-fn run<M: Model>(search: &mut Search<'_, M>, meter: &mut Meter<'_>) -> Outcome {
-    let mut node = search.entries.first();
-    while !search.entries.is_empty() {
-        if let Err(stop) = meter.tick() {
-            return Outcome::Stopped(stop);
-        }
-        debug_assert_ne!(node, END, "the list always ends with a return");
-        if !search.entries.is_call(node) {
-            match search.backtrack() {
-                Some(next) => node = next,
-                None => {
-                    return Outcome::Illegal { longest_prefix: std::mem::take(&mut search.longest.ops) };
-                }
+/// What one call of [`Search::resume`] ended with.
+pub(crate) enum Progress {
+    Done(Outcome),
+    /// The step allowance ran out; the search can go on from where it is.
+    Paused,
+}
+
+impl<'a, M: Model> Search<'a, M> {
+    /// Goes on searching for at most `steps` more steps. A search is resumed in rounds so that
+    /// partitions share the cores fairly: an easy partition is decided after a few rounds even
+    /// when hard ones came before it (Porcupine gets the same from one goroutine per partition).
+    pub(crate) fn resume(&mut self, meter: &mut Meter<'_>, steps: u64) -> Progress {
+        let mut left = steps;
+        while !self.entries.is_empty() {
+            if left == 0 {
+                return Progress::Paused;
             }
-            continue;
-        }
-        node = match search.try_linearize(node) {
-            Ok(true) => {
-                if let Err(stop) = meter.hold(search.bytes()) {
-                    return Outcome::Stopped(stop);
-                }
-                search.entries.first()
+            left -= 1;
+            if let Err(stop) = meter.tick() {
+                return Progress::Done(Outcome::Stopped(stop));
             }
-            Ok(false) => search.entries.next(node),
-            Err(stop) => return Outcome::Stopped(stop),
-        };
+            debug_assert_ne!(self.node, END, "the list always ends with a return");
+            if !self.entries.is_call(self.node) {
+                match self.backtrack() {
+                    Some(next) => self.node = next,
+                    None => {
+                        let longest_prefix = std::mem::take(&mut self.longest.ops);
+                        return Progress::Done(Outcome::Illegal { longest_prefix });
+                    }
+                }
+                continue;
+            }
+            self.node = match self.try_linearize(self.node, meter) {
+                Ok(true) => {
+                    if let Err(stop) = meter.hold(self.bytes()) {
+                        return Progress::Done(Outcome::Stopped(stop));
+                    }
+                    self.entries.first()
+                }
+                Ok(false) => self.entries.next(self.node),
+                Err(stop) => return Progress::Done(Outcome::Stopped(stop)),
+            };
+        }
+        Progress::Done(Outcome::Linearizable)
     }
-    Outcome::Linearizable
+
+    pub(crate) fn stats(&self) -> SearchStats {
+        SearchStats { cache_entries: self.cache.len(), states: self.cache.states(), bytes: self.bytes() }
+    }
 }
 
 /// Everything the search of one partition keeps.
-struct Search<'a, M: Model> {
+pub(crate) struct Search<'a, M: Model> {
     model: &'a M,
     ops: &'a [&'a Operation<M::Input, M::Output>],
     entries: Entries,
     cache: Cache<M::State>,
     linearized: Bitset,
+    /// Operations `0..ordered` returned; the rest are open to the end.
+    ordered: usize,
     state: M::State,
     state_id: StateId,
     /// Heap owned by the interned states, for the memory estimate.
     states_heap_bytes: usize,
+    /// Bytes of what is sized once per partition: the entry list, the undo stack's room, the
+    /// twins, the set.
+    fixed_bytes: usize,
     undo: Vec<Undo<M::State>>,
     longest: LongestPrefix,
     twin: Vec<u32>,
+    /// The entry the search goes on from.
+    node: NodeId,
 }
 
 /// What undoing one step restores.
@@ -116,34 +141,57 @@ struct Undo<S> {
 }
 
 impl<'a, M: Model> Search<'a, M> {
-    fn new(model: &'a M, ops: &'a [&'a Operation<M::Input, M::Output>]) -> Self {
-        let mut cache = Cache::new(ops.len());
+    /// A search of `ops`, which [`order_for_search`] has ordered.
+    pub(crate) fn new(model: &'a M, ops: &'a [&'a Operation<M::Input, M::Output>]) -> Self {
+        debug_assert!(ops.is_sorted_by_key(|op| (op.output.is_none(), op.call_ns, op.id)));
+        let mut cache = Cache::new();
         let state = model.init();
         let Ok((state_id, _)) = cache.intern(&state) else {
             unreachable!("an empty cache has room for one state");
         };
+        let ordered = ops.iter().take_while(|op| op.output.is_some()).count();
+        let linearized = Bitset::new(ordered, ops.len() - ordered);
+        let entries = entries_of(ops);
+        let node = entries.first();
+        let undo = Vec::with_capacity(ops.len());
+        let twin = symmetry::twins(ops);
+        let fixed_bytes = entries.bytes()
+            + undo.capacity() * size_of::<Undo<M::State>>()
+            + twin.capacity() * 4
+            + linearized.bytes()
+            // The longest prefix, one id per operation at most.
+            + ops.len() * 4;
         Search {
             model,
             ops,
-            entries: entries_of(ops),
+            entries,
             cache,
-            linearized: Bitset::new(ops.len()),
+            linearized,
+            ordered,
             states_heap_bytes: model.state_heap_bytes(&state),
+            fixed_bytes,
             state,
             state_id,
-            undo: Vec::with_capacity(ops.len()),
+            undo,
             longest: LongestPrefix::default(),
-            twin: symmetry::twins(ops),
+            twin,
+            node,
         }
+    }
+
+    /// The bit of operation `op_index` in the linearized set.
+    #[inline]
+    fn bit(&self, op_index: usize) -> usize {
+        if op_index < self.ordered { op_index } else { self.linearized.open_bit(op_index - self.ordered) }
     }
 
     /// Linearizes the operation of call entry `node` next, if the model accepts it here and that
     /// leads to a (set, state) pair never entered before. Returns whether it did.
-    fn try_linearize(&mut self, node: NodeId) -> Result<bool, Stop> {
+    fn try_linearize(&mut self, node: NodeId, meter: &mut Meter<'_>) -> Result<bool, Stop> {
         let op_index = self.entries.op(node) as usize;
         // Interchangeable with an earlier candidate that is still waiting: that one goes first.
         let twin = self.twin[op_index];
-        if twin != NO_TWIN && !self.linearized.contains(twin as usize) {
+        if twin != NO_TWIN && !self.linearized.contains(self.bit(twin as usize)) {
             return Ok(false);
         }
         let op = self.ops[op_index];
@@ -151,10 +199,22 @@ impl<'a, M: Model> Search<'a, M> {
             return Ok(false);
         };
         let next_id = self.intern(&next_state)?;
-        self.linearized.insert(op_index);
-        let new = self.cache.insert(&self.linearized, next_id).map_err(|_| OUT_OF_MEMORY)?;
+        let bit = self.bit(op_index);
+        self.linearized.insert(bit);
+        let hash = self.linearized.hash();
+        let set = self.linearized.compact();
+        // Charged before the cache allocates, so the limit bounds the peak.
+        let growth = self.cache.growth_bytes(set.len());
+        if growth > 0 {
+            let held = self.cache.bytes() + self.states_heap_bytes + self.fixed_bytes;
+            if let Err(stop) = meter.hold(held + growth) {
+                self.linearized.remove(bit);
+                return Err(stop);
+            }
+        }
+        let new = self.cache.insert(&set, hash, next_id).map_err(|_| OUT_OF_MEMORY)?;
         if !new {
-            self.linearized.remove(op_index);
+            self.linearized.remove(bit);
             return Ok(false);
         }
         self.undo.push(Undo {
@@ -186,13 +246,14 @@ impl<'a, M: Model> Search<'a, M> {
         self.longest.on_pop(self.undo.len());
         self.state = step.state;
         self.state_id = step.state_id;
-        self.linearized.remove(self.entries.op(step.call) as usize);
+        let bit = self.bit(self.entries.op(step.call) as usize);
+        self.linearized.remove(bit);
         self.entries.unlift(step.call);
         Some(self.entries.next(step.call))
     }
 
     fn bytes(&self) -> usize {
-        self.cache.bytes() + self.states_heap_bytes
+        self.cache.bytes() + self.states_heap_bytes + self.fixed_bytes
     }
 }
 

@@ -43,6 +43,11 @@ pub(crate) struct Entries {
 }
 
 impl Entries {
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.nodes.capacity() * size_of::<Node>()
+    }
+
     /// Builds the list from every operation's call and return; `events` is sorted in place.
     pub(crate) fn new(events: &mut [Event]) -> Self {
         events.sort_unstable();

@@ -33,9 +33,17 @@
 //!   because nothing can observe it there. A failed operation (Jepsen `:fail`) did not take effect
 //!   and carries no information: importers drop it before checking, and [`Operation`] has no way to
 //!   express it.
-//! - **Limits**: a time limit and a memory limit (an estimate of the bytes held by the caches of all
-//!   partitions); past either the verdict is [`Verdict::Unknown`], never a hang or an abort. The
-//!   search polls the clock every 1024 steps, well under a millisecond.
+//! - **Compact sets** (ours): operations that returned are numbered by call and those open to the
+//!   end after them, so a cache entry stores the linearized set as the word index of its first
+//!   unlinearized operation and the few words from there to its last linearized one (`bitset.rs`
+//!   says why that span is bounded by one operation's concurrency). An entry then costs a few
+//!   words at any history length, where a whole bitset costs one bit per operation: 1,000,000
+//!   operations at 5 clients check in about a second and 300 MB, where whole bitsets run out of
+//!   a gigabyte at 30,000 operations and 10 clients.
+//! - **Limits**: a time limit and a memory limit (the bytes held by all partitions' searches:
+//!   caches, states, entry lists, undo stacks, charged before a table grows); past either the
+//!   verdict is [`Verdict::Unknown`], never a hang or an abort. The search polls the clock every
+//!   1024 steps, well under a millisecond.
 //!
 //! Models are deterministic: `step` returns one next state (Porcupine's nondeterministic models are
 //! not supported; an unknown outcome is handled by the search, not by the model).
@@ -65,7 +73,7 @@ pub mod partition;
 mod symmetry;
 mod verdict;
 
-pub use check::{CheckStats, check, check_with_stats};
+pub use check::{CheckStats, PartOutcome, PartVerdict, check, check_with_stats};
 pub use history_kv::{HistoryKvModel, HistoryKvOperation, KvHistory, from_history};
 pub use model::Model;
 pub use operation::{HistoryError, OpId, Operation, RETURN_NEVER};

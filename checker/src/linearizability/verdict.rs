@@ -10,19 +10,34 @@ use super::operation::OpId;
 pub struct CheckOptions {
     /// Wall-clock budget for the whole check; past it the verdict is `Unknown`.
     pub time_limit: Option<Duration>,
-    /// Budget for the search caches of all partitions together, as estimated from entry counts and
-    /// sizes (allocator slack not included); past it the verdict is `Unknown`.
+    /// Budget for the searches of all partitions together: their caches, interned states, entry
+    /// lists and undo stacks, as counted from their sizes and capacities (allocator slack and the
+    /// history itself not included), charged before a table grows so that the peak stays under
+    /// it; past it the verdict is `Unknown`.
     pub memory_limit_bytes: Option<usize>,
     /// Check partitions on rayon's thread pool. `false` checks them one after the other on the
     /// calling thread (benchmarks, single-core figures).
     pub parallel: bool,
+    /// Which failure ends the check. With `false` (deterministic), a partition found illegal stops
+    /// only the partitions after it, so the counterexample is always the lowest failing
+    /// partition's, whatever the thread timing, but a hard partition before it still runs to its
+    /// end or its limit. With `true` (Porcupine's choice), the first failure found stops every
+    /// other partition: a history with one bad key among hard ones fails as soon as that key is
+    /// searched, and when several keys fail, which one's counterexample is reported may differ
+    /// between runs. The verdict (illegal or not) is the same either way.
+    pub first_failure_wins: bool,
 }
 
 impl Default for CheckOptions {
     /// 60 s and 1 GiB: far above what the Jepsen etcd histories need (milliseconds, kilobytes), low
     /// enough that a pathological history ends with `Unknown` instead of exhausting the machine.
     fn default() -> Self {
-        CheckOptions { time_limit: Some(Duration::from_secs(60)), memory_limit_bytes: Some(1 << 30), parallel: true }
+        CheckOptions {
+            time_limit: Some(Duration::from_secs(60)),
+            memory_limit_bytes: Some(1 << 30),
+            parallel: true,
+            first_failure_wins: false,
+        }
     }
 }
 
@@ -31,7 +46,8 @@ impl Default for CheckOptions {
 pub enum Verdict {
     /// Some order of the operations respects real time and the model.
     Ok,
-    /// No order does; the counterexample is from the lowest-indexed failing partition.
+    /// No order does; the counterexample is from the lowest-indexed failing partition (or, with
+    /// [`CheckOptions::first_failure_wins`], from the first one found).
     Illegal(Counterexample),
     /// The search stopped before it could decide.
     Unknown { reason: UnknownReason },

@@ -22,7 +22,24 @@ pub const MEMORY_LIMIT_BYTES: usize = 512 << 20;
 /// Prefix operations named in the prefix finding's message (all are in its entries).
 const PREFIX_SHOWN: usize = 10;
 
+/// The limits a simulated run's history is checked under: one partition after another (sweeps
+/// already keep every core busy with seeds) and the lowest failing key reported, so the report
+/// is the same on every run.
+pub fn run_options() -> CheckOptions {
+    CheckOptions {
+        time_limit: Some(TIME_LIMIT),
+        memory_limit_bytes: Some(MEMORY_LIMIT_BYTES),
+        parallel: false,
+        first_failure_wins: false,
+    }
+}
+
 pub(super) fn check(history: &History) -> PropertyReport {
+    check_with(history, &run_options())
+}
+
+/// [`check`] under other limits (`coordsim check`'s `--timeout` and `--memory-limit`).
+pub(super) fn check_with(history: &History, options: &CheckOptions) -> PropertyReport {
     let kv = linearizability::from_history(history);
     let report = |verdict, summary: String, findings| PropertyReport {
         property: "linearizable".into(),
@@ -33,19 +50,15 @@ pub(super) fn check(history: &History) -> PropertyReport {
     if kv.source.is_empty() {
         return report(Verdict::Pass, "no key-value operations in this history".into(), Vec::new());
     }
-    let options =
-        CheckOptions { time_limit: Some(TIME_LIMIT), memory_limit_bytes: Some(MEMORY_LIMIT_BYTES), parallel: false };
     let counts = counts(&kv);
-    match linearizability::check(&HistoryKvModel::new(), &kv.operations, &options) {
+    match linearizability::check(&HistoryKvModel::new(), &kv.operations, options) {
         Err(error) => {
             report(Verdict::Unknown, format!("the key-value operations cannot be checked: {error}"), Vec::new())
         }
         Ok(Lin::Ok) => report(Verdict::Pass, format!("{counts}: linearizable"), Vec::new()),
-        Ok(Lin::Unknown { reason }) => report(
-            Verdict::Unknown,
-            format!("{counts}: undecided, {reason} ({} s, {} MiB)", TIME_LIMIT.as_secs(), MEMORY_LIMIT_BYTES >> 20),
-            Vec::new(),
-        ),
+        Ok(Lin::Unknown { reason }) => {
+            report(Verdict::Unknown, format!("{counts}: undecided, {}", limit_reached(reason, options)), Vec::new())
+        }
         Ok(Lin::Illegal(counterexample)) => {
             let findings = findings(&kv, &counterexample);
             let summary = format!(
@@ -56,6 +69,17 @@ pub(super) fn check(history: &History) -> PropertyReport {
             );
             report(Verdict::Fail, summary, findings)
         }
+    }
+}
+
+/// "time limit reached (10 s)": the limit that stopped the search and its value.
+pub fn limit_reached(reason: linearizability::UnknownReason, options: &CheckOptions) -> String {
+    use linearizability::UnknownReason;
+    match (reason, options.time_limit, options.memory_limit_bytes) {
+        (UnknownReason::TimeLimit, Some(limit), _) => format!("{reason} ({} s)", limit.as_secs_f64()),
+        (UnknownReason::MemoryLimit, _, Some(bytes)) if bytes >= 1 << 20 => format!("{reason} ({} MiB)", bytes >> 20),
+        (UnknownReason::MemoryLimit, _, Some(bytes)) => format!("{reason} ({} KiB)", bytes >> 10),
+        _ => reason.to_string(),
     }
 }
 

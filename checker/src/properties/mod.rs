@@ -16,7 +16,7 @@ mod leaders;
 mod lease_liveness;
 mod lease_safety;
 mod leases;
-mod linearizable;
+pub mod linearizable;
 mod locks;
 mod mutual_exclusion;
 mod progress;
@@ -144,6 +144,15 @@ impl Property {
 
     pub fn from_id(id: &str) -> Option<Property> {
         Property::ALL.into_iter().find(|p| p.id() == id)
+    }
+
+    /// [`Property::check`], with the linearizability search under `limits` instead of the
+    /// limits of a simulated run ([`linearizable::run_options`]); other properties have none.
+    pub fn check_with(self, history: &History, limits: &crate::linearizability::CheckOptions) -> PropertyReport {
+        match self {
+            Property::Linearizable => linearizable::check_with(history, limits),
+            other => other.check(history),
+        }
     }
 
     pub fn check(self, history: &History) -> PropertyReport {

@@ -2,7 +2,6 @@
 
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::marker::PhantomData;
 
 use crate::linearizability::model::Model;
 
@@ -27,18 +26,24 @@ pub enum RegisterOutput<V> {
     },
 }
 
-/// The register's state is its value, `None` before the first write.
+/// The register's state is its value: its initial value (nil unless [`RegisterModel::starting_at`])
+/// before the first write.
 ///
 /// An output of another kind than the input (a `Write` answered by `Read`) matches no state: the
 /// operation is rejected wherever it is placed.
 pub struct RegisterModel<V> {
-    // fn() -> V: the model holds no V, so it is Send and Sync whatever V is.
-    value: PhantomData<fn() -> V>,
+    initial: Option<V>,
 }
 
 impl<V> RegisterModel<V> {
+    /// A register that starts as nil (never written), as Jepsen's etcd test and Porcupine's model.
     pub fn new() -> Self {
-        RegisterModel { value: PhantomData }
+        RegisterModel { initial: None }
+    }
+
+    /// A register that starts holding `value`, as Knossos's `(cas-register 0)` in its own tests.
+    pub fn starting_at(value: V) -> Self {
+        RegisterModel { initial: Some(value) }
     }
 }
 
@@ -54,7 +59,7 @@ impl<V: Clone + Eq + Hash + Debug + Send + Sync> Model for RegisterModel<V> {
     type State = Option<V>;
 
     fn init(&self) -> Option<V> {
-        None
+        self.initial.clone()
     }
 
     fn step(
