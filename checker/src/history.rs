@@ -588,6 +588,23 @@ impl History {
         let mut done_ops: std::collections::BTreeSet<OpId> = std::collections::BTreeSet::new();
         let mut open_beliefs: std::collections::BTreeSet<(&str, &str, i64)> = std::collections::BTreeSet::new();
         let mut watches = WatchValidator::default();
+        // Bounds first: checkers add and scale these numbers, and a value no run records must be
+        // refused here, not overflow there.
+        if self.duration_ns > TIME_MAX_NS {
+            return Err(HistoryError::OutOfRange {
+                field: "duration_ns".into(),
+                message: format!("{} is past the limit of {TIME_MAX_NS} ns (about 115 days)", self.duration_ns),
+            });
+        }
+        for (index, entry) in self.entries.iter().enumerate() {
+            if let Some((field, value)) = entry.event.duration_ms().filter(|(_, ms)| *ms > TTL_MAX_MS) {
+                return invalid(
+                    index,
+                    field,
+                    format!("{value} ms is past the limit of {TTL_MAX_MS} ms (about 115 days)"),
+                );
+            }
+        }
         // Time and nodes first: a disordered history would otherwise surface as some later,
         // more confusing complaint.
         for (index, entry) in self.entries.iter().enumerate() {
@@ -731,4 +748,29 @@ pub enum HistoryError {
     Schema { found: String },
     #[error("entries[{entry}].{field}: {message}")]
     Invalid { entry: usize, field: String, message: String },
+    #[error("{field}: {message}")]
+    OutOfRange { field: String, message: String },
+}
+
+/// The longest run a history may describe, in ns (10^16 ns, about 115 days): far beyond any
+/// simulated or real run, and small enough that checkers may add times and TTLs without overflow.
+pub const TIME_MAX_NS: u64 = 10_000_000_000_000_000;
+
+/// The longest TTL or remaining TTL a history may carry, in ms (10^10 ms, about 115 days; etcd
+/// accepts up to 9×10^9 s, `MaxLeaseTTL` in server/lease/lessor.go, but no run of ours grants a
+/// lease that outlives the longest run), so that `ttl_ms × 10^6` stays within [`TIME_MAX_NS`].
+pub const TTL_MAX_MS: u64 = TIME_MAX_NS / 1_000_000;
+
+impl Event {
+    /// The TTL-like duration in ms this event carries, and its field's name.
+    fn duration_ms(&self) -> Option<(&'static str, u64)> {
+        match self {
+            Event::Invoke { call: Call::LeaseGrant { ttl_ms }, .. } => Some(("call.ttl_ms", *ttl_ms)),
+            Event::Ok { ret: Return::LeaseGranted { ttl_ms, .. } | Return::LeaseKeptAlive { ttl_ms }, .. } => {
+                Some(("ret.ttl_ms", *ttl_ms))
+            }
+            Event::LeaseCheckpoint { remaining_ms, .. } => Some(("remaining_ms", *remaining_ms)),
+            _ => None,
+        }
+    }
 }

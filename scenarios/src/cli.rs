@@ -167,6 +167,17 @@ enum Command {
         #[arg(long)]
         write_grid: Option<PathBuf>,
     },
+    /// Feed mutated inputs (scenario files, histories, Jepsen logs, EDN, command lines) to the
+    /// code that reads them and count the outcomes: accepted, refused, panicked. Exit 1 if
+    /// anything panicked (the first panic of each kind and its input are printed).
+    Fuzz {
+        /// Inputs to try, spread evenly over the five kinds.
+        #[arg(long, default_value_t = 10_000)]
+        inputs: u64,
+        /// Seed of the mutations: the same seed tries the same inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Run a scenario against a real etcd cluster or ZooKeeper ensemble on this machine (needs
     /// the `real` feature: `cargo coordsim-real real ...`); `coordsim real doctor` says what is
     /// missing.
@@ -191,7 +202,9 @@ fn parse_seed_range(text: &str) -> Result<(u64, u64), String> {
         return Err(format!("empty range {text:?}: the first seed is after the last"));
     }
     if b - a >= SEEDS_MAX {
-        return Err(format!("{} seeds is more than the limit of {SEEDS_MAX}", b - a + 1));
+        // b - a + 1 overflows for 0..u64::MAX: say it in words.
+        let count = (b - a).checked_add(1).map_or_else(|| "2^64".to_string(), |n| n.to_string());
+        return Err(format!("{count} seeds is more than the limit of {SEEDS_MAX}"));
     }
     Ok((a, b))
 }
@@ -291,6 +304,13 @@ pub fn main(cli: Cli) -> ExitCode {
         }
         Command::Bench { scenario, seeds: (first, last), .. } => bench(&scenario, first, last),
         Command::Model(args) => crate::model_cmd::run(args),
+        Command::Fuzz { inputs, seed } => {
+            let report = crate::fuzz::run(inputs, seed);
+            for line in report.lines() {
+                crate::outln!("{line}");
+            }
+            Ok(if report.panics() == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
         Command::Real(args) => crate::real_cmd::run(args),
         Command::RealClient(args) => crate::real_cmd::client(args),
         Command::RealResource(args) => crate::real_cmd::resource(args),

@@ -6,6 +6,7 @@ pub mod check;
 pub mod cli;
 pub mod etcd;
 pub mod explain;
+pub mod fuzz;
 pub mod library;
 pub mod load;
 pub mod model_cmd;
