@@ -46,7 +46,7 @@ enum Command {
         #[arg(required = true)]
         scenarios: Vec<String>,
         /// Run this one seed.
-        #[arg(long, conflicts_with = "seeds")]
+        #[arg(long, conflicts_with = "seeds", value_parser = parse_seed, allow_hyphen_values = true)]
         seed: Option<u64>,
         /// Run seeds A..B (inclusive), e.g. `1..50`.
         #[arg(long, value_parser = parse_seed_range)]
@@ -100,7 +100,7 @@ enum Command {
     Shrink {
         /// A library name or a path to a scenario file.
         scenario: String,
-        #[arg(long)]
+        #[arg(long, value_parser = parse_seed, allow_hyphen_values = true)]
         seed: u64,
         /// The property that must keep failing (default: the first that fails).
         #[arg(long)]
@@ -175,7 +175,7 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         inputs: u64,
         /// Seed of the mutations: the same seed tries the same inputs.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = parse_seed, allow_hyphen_values = true)]
         seed: u64,
     },
     /// Run a scenario against a real etcd cluster or ZooKeeper ensemble on this machine (needs
@@ -193,11 +193,17 @@ enum Command {
     Model(crate::model_cmd::ModelArgs),
 }
 
+/// A seed: a whole number from 0 to 2^64 - 1 (`--seed -1` says so instead of clap's "unexpected
+/// argument").
+fn parse_seed(text: &str) -> Result<u64, String> {
+    text.trim().parse().map_err(|_| format!("{:?} is not a seed: seeds are whole numbers from 0 to {}", text, u64::MAX))
+}
+
 fn parse_seed_range(text: &str) -> Result<(u64, u64), String> {
     let (a, b) = text.split_once("..").ok_or_else(|| format!("{text:?} is not a range like 1..50"))?;
     let b = b.strip_prefix('=').unwrap_or(b);
-    let a: u64 = a.trim().parse().map_err(|_| format!("{a:?} is not a seed number"))?;
-    let b: u64 = b.trim().parse().map_err(|_| format!("{b:?} is not a seed number"))?;
+    let a = parse_seed(a)?;
+    let b = parse_seed(b)?;
     if a > b {
         return Err(format!("empty range {text:?}: the first seed is after the last"));
     }

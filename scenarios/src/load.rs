@@ -37,7 +37,16 @@ pub enum InputError {
 pub fn resolve(arg: &str) -> Result<Loaded, InputError> {
     if arg.ends_with(".toml") || arg.contains('/') {
         let path = Path::new(arg);
-        let text = std::fs::read_to_string(path).map_err(|error| InputError::Io { path: arg.to_string(), error })?;
+        let bytes = std::fs::read(path).map_err(|error| InputError::Io { path: arg.to_string(), error })?;
+        let text = String::from_utf8(bytes).map_err(|error| {
+            let at = error.utf8_error().valid_up_to();
+            let line = error.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            InputError::Scenario {
+                file: arg.to_string(),
+                line,
+                message: format!("not UTF-8 text: byte {at} of the file (0x{:02x})", error.as_bytes()[at]),
+            }
+        })?;
         let scenario = parse(arg, &text)?;
         return Ok(Loaded { scenario, arg: arg.to_string(), source: arg.to_string() });
     }
@@ -86,11 +95,27 @@ fn parse_with(
     validate: fn(&Scenario) -> Result<(), coordsim_sim::scenario::ScenarioError>,
 ) -> Result<Scenario, InputError> {
     let scenario: Scenario = toml::from_str(text).map_err(|error| {
-        let line = error.span().map_or(1, |span| line_of(text, span.start));
-        let message = error.message().trim().replace('\n', " ");
-        // A missing field is reported at the table that lacks it, not at some key on that line.
-        let context = if message.starts_with("missing field") {
-            table_at(text, line).map(|table| format!("table `{table}`: ")).unwrap_or_default()
+        let mut line = error.span().map_or(1, |span| line_of(text, span.start));
+        let mut message = error.message().trim().replace('\n', " ");
+        if message.is_empty() {
+            // The toml crate says nothing for some bad characters; a lone CR is the common one.
+            let content = text.lines().nth(line - 1).unwrap_or_default();
+            message = if content.contains('\r') {
+                "a carriage return (\\r) that does not end a line".to_string()
+            } else {
+                "invalid character".to_string()
+            };
+        }
+        // A missing field is reported at the table that lacks it, not at some key on that line;
+        // a field missing at the top level has no table, and toml points at the document's end.
+        let context = if let Some(field) = message.strip_prefix("missing field `").and_then(|m| m.split('`').next()) {
+            match missing_at_top_level(text, field) {
+                true => {
+                    line = 1;
+                    "top level: ".to_string()
+                }
+                false => table_at(text, line).map(|table| format!("table `{table}`: ")).unwrap_or_default(),
+            }
         } else {
             field_at(text, line).map(|field| format!("field `{field}`: ")).unwrap_or_default()
         };
@@ -102,6 +127,13 @@ fn parse_with(
         message: format!("field `{}`: {}", error.field, error.message),
     })?;
     Ok(scenario)
+}
+
+/// Whether `field` is a required top-level field of a scenario that the text's top level lacks.
+fn missing_at_top_level(text: &str, field: &str) -> bool {
+    const TOP_LEVEL_REQUIRED: &[&str] = &["name", "summary", "duration", "cluster", "clients"];
+    TOP_LEVEL_REQUIRED.contains(&field)
+        && toml::from_str::<toml::Table>(text).is_ok_and(|table| !table.contains_key(field))
 }
 
 /// The table (`clients`, `nemesis[1]`) that line `line` belongs to; `None` at the top level.

@@ -56,3 +56,68 @@ fn a_seed_range_of_every_u64_is_a_usage_error() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// The issue's reproducers of broken one-line errors: each is exit 2, one line, naming the file,
+/// the line and the field.
+#[test]
+fn broken_scenario_files_get_one_line_with_file_line_and_field() {
+    let dir = std::env::temp_dir().join(format!("coordsim-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/library/split-brain-gc-pause.toml")).unwrap();
+    let name_line = good.lines().find(|l| l.starts_with("name = ")).unwrap().to_string();
+    let duration_line = good.lines().find(|l| l.starts_with("duration = ")).unwrap().to_string();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("cr.toml", good.replacen("duration", "\rduration", 1).into_bytes(), "field `duration`: a carriage return"),
+        (
+            "noname.toml",
+            good.replacen(&format!("{name_line}\n"), "", 1).into_bytes(),
+            ":1: top level: missing field `name`",
+        ),
+        (
+            "utf8.toml",
+            good.replacen("summary", "summ\u{1}ary", 1).replace('\u{1}', "\u{fffd}").into_bytes(),
+            "not UTF-8",
+        ),
+        (
+            "long.toml",
+            good.replacen(&name_line, &format!("name = \"{}\"", "x".repeat(300)), 1).into_bytes(),
+            "(300 characters)\" must be 1 to 100 letters",
+        ),
+        (
+            "big.toml",
+            good.replacen(&name_line, &format!("name = \"{}\" x", "y".repeat(1_000_000)), 1).into_bytes(),
+            ":1: field `name`:",
+        ),
+        (
+            "bom.toml",
+            format!("\u{feff}{}", good.replacen(&duration_line, "duration = 5", 1)).into_bytes(),
+            "field `duration`: invalid type",
+        ),
+    ];
+    for (name, mut bytes, needle) in cases {
+        if name == "utf8.toml" {
+            // Invalid UTF-8: a lone 0xff where the replacement character was.
+            let at = bytes.windows(3).position(|w| w == "\u{fffd}".as_bytes()).unwrap();
+            bytes.splice(at..at + 3, [0xff]);
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        for command in ["explain", "run"] {
+            let out =
+                Command::new(env!("CARGO_BIN_EXE_coordsim")).args([command, path.to_str().unwrap()]).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{name} {command}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{name} {command}: {stderr}");
+            assert!(stderr.len() < 400, "{name} {command}: {} bytes", stderr.len());
+            assert!(stderr.contains(name) && stderr.contains(needle), "{name} {command}: {stderr}");
+        }
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .args(["run", "split-brain-gc-pause", "--seed", "-1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("seeds are whole numbers from 0 to 18446744073709551615"), "{stderr}");
+}

@@ -809,9 +809,20 @@ impl Scenario {
     }
 
     fn validate_for(&self, workload: Workload) -> Result<(), ScenarioError> {
-        let name_ok = !self.name.is_empty() && self.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_".contains(c));
+        /// Longest scenario name: a folder name well under every file system's 255 bytes, with
+        /// room for the seed folders and files below it.
+        const NAME_MAX: usize = 100;
+        // The name is a folder of every output (`<out>/<name>/seed-N`): a file-system name.
+        let name_ok = (1..=NAME_MAX).contains(&self.name.len())
+            && self.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_".contains(c));
         check(name_ok, "name", || {
-            format!("{:?} must be non-empty and use only letters, digits, '-' and '_'", self.name)
+            let shown: String = self.name.chars().take(40).collect();
+            let more = if self.name.chars().count() > 40 {
+                format!("… ({} characters)", self.name.chars().count())
+            } else {
+                String::new()
+            };
+            format!("\"{shown}{more}\" must be 1 to {NAME_MAX} letters, digits, '-' and '_'")
         })?;
         check(!self.duration.0.is_zero() && self.duration.0 <= DURATION_MAX, "duration", || {
             format!("{} must be above 0 and at most {}", self.duration, Dur(DURATION_MAX))
