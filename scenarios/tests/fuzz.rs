@@ -121,3 +121,16 @@ fn broken_scenario_files_get_one_line_with_file_line_and_field() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("seeds are whole numbers from 0 to 18446744073709551615"), "{stderr}");
 }
+
+/// Issue 21 item 2: a 1 ms client deadline (with ignore_keepalive_failure, 200 simulated seconds
+/// took 102 s and 2.7 GB) is refused; keepalives are at most ten per second per client.
+#[test]
+fn a_client_deadline_below_the_keepalive_floor_is_refused() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/library/ignore-keepalive-failure.toml")).unwrap();
+    let line = text.lines().find(|l| l.starts_with("client_deadline")).expect("the scenario sets a deadline");
+    let error =
+        coordsim::load::parse("k.toml", &text.replacen(line, "client_deadline = \"1ms\"", 1)).unwrap_err().to_string();
+    assert!(error.contains("field `lock.client_deadline`: 1ms must be between 300ms and 3600s"), "{error}");
+    assert!(coordsim::load::parse("k.toml", &text.replacen(line, "client_deadline = \"300ms\"", 1)).is_ok());
+}

@@ -29,6 +29,10 @@ pub const DURATION_MAX: Duration = Duration::from_secs(3600);
 /// derived from the election timeout; ours is 1 s against a 300 ms election timeout).
 pub const TTL_MIN: Duration = Duration::from_millis(1000);
 
+/// The shortest client deadline (`[lock] client_deadline`): keepalives go every third of it, so
+/// at most ten per second per client, which bounds a run's history by its length.
+pub const CLIENT_DEADLINE_MIN: Duration = Duration::from_millis(300);
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -909,8 +913,13 @@ impl Scenario {
     fn validate_lock(&self, lock: &LockSpec) -> Result<(), ScenarioError> {
         check(lock.ttl.0 >= TTL_MIN, "lock.ttl", || format!("{} is below the minimum TTL {}", lock.ttl, Dur(TTL_MIN)))?;
         if let Some(deadline) = lock.client_deadline {
-            check(!deadline.0.is_zero() && deadline.0 <= DURATION_MAX, "lock.client_deadline", || {
-                format!("{deadline} must be above 0 and at most {}", Dur(DURATION_MAX))
+            check(deadline.0 >= CLIENT_DEADLINE_MIN && deadline.0 <= DURATION_MAX, "lock.client_deadline", || {
+                format!(
+                    "{deadline} must be between {} and {}: the client sends a keepalive every third of its deadline, and below {} that is a keepalive loop no client runs (etcd's clientv3 looks at its keepalives every 500 ms, sendKeepAliveLoop in client/v3/lease.go), at a cost that grows with the run",
+                    Dur(CLIENT_DEADLINE_MIN),
+                    Dur(DURATION_MAX),
+                    Dur(CLIENT_DEADLINE_MIN)
+                )
             })?;
         }
         check(
