@@ -18,6 +18,7 @@
 
 use std::time::Instant;
 
+use coordsim_checker::generate::Rng;
 use coordsim_checker::linearizability::models::{KvInput, KvModel, KvOp, KvOutput, Txn, TxnCompare};
 use coordsim_checker::linearizability::{CheckOptions, Operation, RETURN_NEVER, check, check_with_stats};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -30,24 +31,8 @@ const CLIENTS: u64 = 20;
 const STEP_NS: u64 = 1_000;
 const INFO_ONE_IN: u64 = 50;
 
-/// xorshift64*: small, seeded, good enough to draw workloads.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn generate(ops: usize, seed: u64) -> Vec<Op> {
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::from_state(seed | 1);
     let mut state: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
     let mut next_value = 1u32;
     let mut history = Vec::with_capacity(ops);

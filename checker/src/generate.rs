@@ -58,19 +58,37 @@ struct Pending {
     outcome: Kind,
 }
 
-/// xorshift64* (Vigna 2016): small, seeded, good enough to draw workloads.
-struct Rng(u64);
+/// xorshift64* (Vigna 2016, "An experimental exploration of Marsaglia's xorshift generators,
+/// scrambled"): small, seeded, the same numbers on every machine. Good enough to draw workloads
+/// and mutations; not for anything that needs unpredictability.
+pub struct Rng(u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    /// A generator whose state is `state` (any value: 0 is mapped to 1, which xorshift needs).
+    pub fn from_state(state: u64) -> Self {
+        Rng(state.max(1))
+    }
+
+    pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// An index into a slice of `len` items (0 when `len` is 0).
+    pub fn index(&mut self, len: usize) -> usize {
+        self.below(len as u64) as usize
+    }
+
+    /// One of `items`, which must not be empty.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.index(items.len())]
     }
 }
 
@@ -78,7 +96,7 @@ impl Rng {
 /// (`INFO  jepsen.util - <process>\t:<type>\t:<f>\t<value>`, one event per line).
 pub fn register_log(spec: &RegisterSpec) -> String {
     let clients = spec.clients.max(1);
-    let mut rng = Rng(spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = Rng::from_state(spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut register: Option<u64> = None;
     let mut slots: Vec<Option<Pending>> = (0..clients).map(|_| None).collect();
     let mut process_of: Vec<u64> = (0..clients as u64).collect();

@@ -60,7 +60,7 @@ pub fn run(histories: &[PathBuf], write_grid: Option<&Path>, request: &Request) 
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         total_ms += ms;
         let verdict = outcome.line.split_once(": ").map_or(outcome.line.as_str(), |(_, rest)| rest).to_string();
-        let peak = peak_rss_mb().map_or_else(|| "?".to_string(), |mb| format!("{mb:.0}"));
+        let peak = crate::cli::peak_rss_mb().map_or_else(|| "?".to_string(), |mb| format!("{mb:.0}"));
         crate::outln!("{:<48} {:>9} {ms:>7.1} {peak:>8}  {}", shorten(name), text.len(), verdict);
     };
     for file in &files {
@@ -109,11 +109,4 @@ fn shorten(name: &str) -> String {
 fn reset_peak_rss() {
     // "5" resets the peak resident set (proc(5), /proc/pid/clear_refs); not possible everywhere.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
 }

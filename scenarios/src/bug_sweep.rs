@@ -54,14 +54,14 @@ pub fn run(request: &Request) -> Result<ExitCode, InputError> {
     }
     std::fs::create_dir_all(&request.out)
         .map_err(|error| InputError::Io { path: request.out.display().to_string(), error })?;
+    crate::owned::check_writable(&request.out.join("detection.json"))?;
     let command = detection::sweep_command(&bugs, request.seeds, request.shard.as_ref());
     crate::outln!("{command}: {} switches x {} seeds, on and off, {jobs} jobs", planted.len(), seeds.len());
     let started = Instant::now();
     let records = sweep_switches(&planted, &seeds, jobs, &started);
     let result = DetectionSweep::new(&bugs, request.seeds, request.shard.clone(), records);
     let path = request.out.join("detection.json");
-    std::fs::write(&path, result.to_json())
-        .map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
+    crate::owned::write(&path, result.to_json())?;
     for line in table(&result) {
         crate::outln!("{line}");
     }
@@ -256,7 +256,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<ExitCode, InputError> {
         std::fs::create_dir_all(parent)
             .map_err(|error| InputError::Io { path: parent.display().to_string(), error })?;
     }
-    std::fs::write(out, merged).map_err(|error| InputError::Io { path: out.display().to_string(), error })?;
+    crate::owned::write(out, merged)?;
     crate::outln!("merged {} files into {}", inputs.len(), out.display());
     // Like the commands that wrote the inputs: 1 when a run was not clean / not as expected.
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -418,6 +418,10 @@ fn run(
         let dir = out.join(&scenario.scenario.name);
         std::fs::create_dir_all(&dir).map_err(|error| InputError::Io { path: dir.display().to_string(), error })?;
     }
+    // Nor that a file of the user's stands where a report of the run goes.
+    for file in ["sweep.json", "junit.xml", "summary.md"] {
+        crate::owned::check_writable(&out.join(file))?;
+    }
     let mut total = 0usize;
     let mut unexpected: Vec<String> = Vec::new();
     let mut command = report_cmd::sweep_command(args, &selection.described, out);
@@ -502,13 +506,11 @@ fn save(out: &Path, result: &SeedResult) -> Result<(), InputError> {
         return Ok(());
     };
     let dir = out.join(&summary.scenario).join(format!("seed-{}", summary.seed));
-    let io = |error, path: &Path| InputError::Io { path: path.display().to_string(), error };
-    std::fs::create_dir_all(&dir).map_err(|e| io(e, &dir))?;
-    let history_path = dir.join("history.json");
-    std::fs::write(&history_path, history.to_json()).map_err(|e| io(e, &history_path))?;
-    let summary_path = dir.join("summary.json");
-    std::fs::write(&summary_path, summary.to_json()).map_err(|e| io(e, &summary_path))?;
-    Ok(())
+    crate::owned::write(&dir.join("history.json"), history.to_json())?;
+    crate::owned::write(&dir.join("summary.json"), summary.to_json())?;
+    // A report of an earlier run of this seed would contradict the new history; the reporter
+    // writes a fresh one if this run needs it.
+    crate::owned::remove_stale(&dir.join("report.html"))
 }
 
 /// One line per seed: the verdicts and, where a property failed, its first finding.
@@ -659,7 +661,7 @@ fn bench(arg: &str, first: u64, last: u64) -> Result<ExitCode, InputError> {
 }
 
 /// Peak resident set size of this process (Linux), in MB.
-fn peak_rss_mb() -> Option<f64> {
+pub(crate) fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;

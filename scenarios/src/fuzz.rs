@@ -14,6 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use clap::Parser;
+use coordsim_checker::generate::Rng;
 use coordsim_checker::history::History;
 use coordsim_checker::import::{jepsen_edn, porcupine_log};
 use coordsim_checker::linearizability::models::{AppendKvModel, MultiRegisterModel, MutexModel, RegisterModel};
@@ -102,26 +103,6 @@ enum Outcome {
     Refused,
 }
 
-/// xorshift64* (Vigna 2016).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
-
 /// Numbers that break arithmetic.
 const EXTREMES: &[&str] = &[
     "0",
@@ -174,7 +155,7 @@ pub fn run(inputs: u64, seed: u64) -> Report {
         })
         .collect();
     let scenarios: Vec<&str> = crate::library::all().map(|(_, text)| *text).collect();
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = Rng::from_state(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut report = Report::default();
     let quiet = std::panic::take_hook();
     std::panic::set_hook(Box::new(|info| {
@@ -293,12 +274,12 @@ fn small_limits() -> CheckOptions {
 /// inserted, the text cut short. One to three of them.
 fn mutate_text(rng: &mut Rng, base: &str) -> String {
     let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
-    for _ in 0..1 + rng.below(3) {
+    for _ in 0..1 + rng.index(3) {
         if lines.is_empty() {
             lines.push(String::new());
         }
-        let at = rng.below(lines.len());
-        match rng.below(7) {
+        let at = rng.index(lines.len());
+        match rng.index(7) {
             0 | 1 => lines[at] = replace_a_number(rng, &lines[at]),
             2 => {
                 lines.remove(at);
@@ -308,21 +289,21 @@ fn mutate_text(rng: &mut Rng, base: &str) -> String {
                 lines.insert(at, line);
             }
             4 => {
-                let other = rng.below(lines.len());
+                let other = rng.index(lines.len());
                 lines.swap(at, other);
             }
             5 => {
                 let line = &mut lines[at];
-                let cut = floor_char_boundary(line, rng.below(line.len() + 1));
+                let cut = floor_char_boundary(line, rng.index(line.len() + 1));
                 line.insert_str(cut, *rng.pick(ODD_TEXT));
             }
             _ => {
-                let keep = rng.below(lines.len() + 1);
+                let keep = rng.index(lines.len() + 1);
                 lines.truncate(keep);
             }
         }
     }
-    lines.join(if rng.below(8) == 0 { "\r\n" } else { "\n" })
+    lines.join(if rng.index(8) == 0 { "\r\n" } else { "\n" })
 }
 
 fn floor_char_boundary(text: &str, mut at: usize) -> usize {
@@ -365,13 +346,13 @@ fn replace_a_number(rng: &mut Rng, line: &str) -> String {
 /// added. Sometimes the text is cut or a byte is broken as well.
 fn mutate_json(rng: &mut Rng, base: &str) -> String {
     let mut value: Value = serde_json::from_str(base).expect("our own history is JSON");
-    for _ in 0..1 + rng.below(2) {
+    for _ in 0..1 + rng.index(2) {
         let mut paths = Vec::new();
         collect_paths(&value, &mut Vec::new(), &mut paths);
         // Mostly a number out of range but of the right type: what validation must bound.
         let numbers: Vec<&Vec<PathStep>> =
             paths.iter().filter(|path| at_path_ref(&value, path).is_some_and(Value::is_number)).collect();
-        if !numbers.is_empty() && rng.below(10) < 7 {
+        if !numbers.is_empty() && rng.index(10) < 7 {
             let path = (*rng.pick(&numbers)).clone();
             const IN_TYPE: &[&str] = &[
                 "0",
@@ -389,17 +370,17 @@ fn mutate_json(rng: &mut Rng, base: &str) -> String {
         }
         let path = rng.pick(&paths).clone();
         let target = at_path(&mut value, &path);
-        match (rng.below(6), &mut *target) {
+        match (rng.index(6), &mut *target) {
             (0 | 1, Value::Number(_) | Value::Null) | (0, _) => {
                 *target = serde_json::from_str(*rng.pick(EXTREMES)).unwrap_or(Value::Null);
             }
             (2, _) => {
                 let text = *rng.pick(ODD_TEXT);
-                *target = Value::String(text.repeat(1 + rng.below(3)));
+                *target = Value::String(text.repeat(1 + rng.index(3)));
             }
             (3, Value::Array(items)) if !items.is_empty() => {
-                let at = rng.below(items.len());
-                match rng.below(3) {
+                let at = rng.index(items.len());
+                match rng.index(3) {
                     0 => {
                         items.remove(at);
                     }
@@ -408,24 +389,24 @@ fn mutate_json(rng: &mut Rng, base: &str) -> String {
                         items.insert(at, item);
                     }
                     _ => {
-                        let other = rng.below(items.len());
+                        let other = rng.index(items.len());
                         items.swap(at, other);
                     }
                 }
             }
             (4, Value::Object(fields)) if !fields.is_empty() => {
-                let key = fields.keys().nth(rng.below(fields.len())).cloned().unwrap_or_default();
+                let key = fields.keys().nth(rng.index(fields.len())).cloned().unwrap_or_default();
                 fields.remove(&key);
             }
             (5, Value::Object(fields)) => {
                 fields.insert("unknown_field".into(), Value::Bool(true));
             }
-            _ => *target = Value::Bool(rng.below(2) == 0),
+            _ => *target = Value::Bool(rng.index(2) == 0),
         }
     }
     let mut text = serde_json::to_string(&value).expect("a JSON value serializes");
-    if rng.below(20) == 0 {
-        let cut = floor_char_boundary(&text, rng.below(text.len() + 1));
+    if rng.index(20) == 0 {
+        let cut = floor_char_boundary(&text, rng.index(text.len() + 1));
         text.truncate(cut);
     }
     text
@@ -528,9 +509,9 @@ fn command_line(rng: &mut Rng) -> String {
         "é",
     ];
     let mut args = vec!["coordsim".to_string()];
-    for _ in 0..1 + rng.below(6) {
+    for _ in 0..1 + rng.index(6) {
         let word = *rng.pick(WORDS);
-        args.push(if rng.below(4) == 0 { replace_a_number(rng, word) } else { word.to_string() });
+        args.push(if rng.index(4) == 0 { replace_a_number(rng, word) } else { word.to_string() });
     }
     args.join("\u{1f}")
 }

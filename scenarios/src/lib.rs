@@ -11,6 +11,7 @@ pub mod library;
 pub mod load;
 pub mod model_cmd;
 pub mod output;
+pub mod owned;
 pub mod real_cmd;
 pub mod report_cmd;
 pub mod shrink;

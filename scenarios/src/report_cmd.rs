@@ -75,11 +75,9 @@ fn io_error(error: std::io::Error, path: &Path) -> InputError {
     InputError::Io { path: path.display().to_string(), error }
 }
 
+/// Every report is written through the folder's manifest: never over a file of the user's.
 fn write(path: &Path, text: &str) -> Result<(), InputError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io_error(e, parent))?;
-    }
-    std::fs::write(path, text).map_err(|e| io_error(e, path))
+    crate::owned::write(path, text)
 }
 
 /// The folder of one seed's files.

@@ -557,10 +557,13 @@ pub fn run(request: &Request) -> Result<ExitCode, InputError> {
         Path::new("target/coordsim/shrink").join(format!("{}-seed-{}", loaded.scenario.name, request.seed))
     });
     std::fs::create_dir_all(&out).map_err(|error| InputError::Io { path: out.display().to_string(), error })?;
+    for file in ["minimal.toml", "history.json", "summary.json", "report.html"] {
+        crate::owned::check_writable(&out.join(file))?;
+    }
     let shrunk = shrink(&loaded.scenario, &loaded.arg, request.seed, property)?;
     let path = out.join("minimal.toml");
     let text = to_toml(&shrunk.scenario);
-    std::fs::write(&path, &text).map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
+    crate::owned::write(&path, &text)?;
     // The minimal file as a user will run it: parse it back, run it, and keep its report.
     let reread = load::parse(&path.display().to_string(), &text)?;
     let arg = path.display().to_string();
@@ -568,8 +571,7 @@ pub fn run(request: &Request) -> Result<ExitCode, InputError> {
         return Err(InputError::Usage(format!("{arg}: seed {} crashed", request.seed)));
     };
     for (file, content) in [("history.json", history.to_json()), ("summary.json", summary.to_json())] {
-        let file = out.join(file);
-        std::fs::write(&file, content).map_err(|error| InputError::Io { path: file.display().to_string(), error })?;
+        crate::owned::write(&out.join(file), content)?;
     }
     let report = report_cmd::write_run_report(&out, &history, Some(&summary), Some(&reread))?;
     let minimal = &shrunk.scenario;

@@ -300,3 +300,56 @@ fn two_scenarios_of_one_name_are_refused() {
     let out = coordsim(&["run", "split-brain-gc-pause", path.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
     assert_bad_input(&out, &["both named \"split-brain-gc-pause\""]);
 }
+
+/// issue 21: a user's own files in an output folder survive run, sweep, shrink and report; a
+/// re-run removes coordsim's own stale report.
+#[test]
+fn a_users_files_in_the_output_folder_survive_every_command() {
+    let dir = scratch("owned");
+    let out = dir.to_str().unwrap();
+    let seed_dir = dir.join("split-brain-gc-pause/seed-4");
+    std::fs::create_dir_all(&seed_dir).unwrap();
+    let notes = seed_dir.join("notes.txt");
+    std::fs::write(&notes, "mine").unwrap();
+    // A run beside the user's notes: they stay, the run's files are listed as coordsim's.
+    let run = coordsim(&["run", "split-brain-gc-pause", "--seed", "4", "--out", out]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine");
+    assert!(seed_dir.join("report.html").exists());
+    let manifest = std::fs::read_to_string(seed_dir.join(".coordsim-files")).unwrap();
+    assert!(manifest.contains("history.json") && !manifest.contains("notes.txt"), "{manifest}");
+    // The same seed without reports: its old report would contradict nothing less, so it goes.
+    let run = coordsim(&["run", "split-brain-gc-pause", "--seed", "4", "--out", out, "--report", "none"]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    assert!(!seed_dir.join("report.html").exists(), "a stale report of ours is removed");
+    // A file of the user's where coordsim writes is refused, with its path, and kept.
+    for (name, args) in [
+        ("report.html", vec!["report", seed_dir.to_str().unwrap()]),
+        ("history.json", vec!["run", "split-brain-gc-pause", "--seed", "4", "--out", out]),
+    ] {
+        let path = seed_dir.join(name);
+        let before = std::fs::read(&path).ok();
+        std::fs::write(&path, "my own file").unwrap();
+        assert_bad_input(&coordsim(&args), &[&format!("{name}: exists and was not written by coordsim")]);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "my own file");
+        match before {
+            Some(bytes) => std::fs::write(&path, bytes).unwrap(),
+            None => std::fs::remove_file(&path).unwrap(),
+        }
+    }
+    std::fs::write(dir.join("sweep.json"), "mine").unwrap();
+    assert_bad_input(&coordsim(&["run", "split-brain-gc-pause", "--seed", "4", "--out", out]), &["sweep.json: exists"]);
+    std::fs::write(dir.join("minimal.toml"), "mine").unwrap();
+    assert_bad_input(
+        &coordsim(&["shrink", "split-brain-gc-pause", "--seed", "4", "--out", out]),
+        &["minimal.toml: exists"],
+    );
+    std::fs::write(dir.join("detection.json"), "mine").unwrap();
+    assert_bad_input(
+        &coordsim(&["sweep", "--bugs", "ignore_keepalive_failure", "--seeds", "1..1", "--out", out]),
+        &["detection.json: exists"],
+    );
+    for file in ["sweep.json", "minimal.toml", "detection.json"] {
+        assert_eq!(std::fs::read_to_string(dir.join(file)).unwrap(), "mine");
+    }
+}

@@ -19,8 +19,8 @@ import (
 )
 
 type regInput struct {
-	op       int // 0 read, 1 write, 2 cas
-	a, b     int
+	op   int // 0 read, 1 write, 2 cas
+	a, b int
 }
 
 type regOutput struct {
@@ -60,24 +60,8 @@ type kvInput struct {
 	value string
 }
 
+// Only PartitionEvent is needed: the harness checks events (CheckEventsTimeout).
 var kvModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		for _, op := range history {
-			key := op.Input.(kvInput).key
-			byKey[key] = append(byKey[key], op)
-		}
-		keys := make([]string, 0, len(byKey))
-		for key := range byKey {
-			keys = append(keys, key)
-		}
-		sort.Strings(keys)
-		parts := make([][]porcupine.Operation, 0, len(keys))
-		for _, key := range keys {
-			parts = append(parts, byKey[key])
-		}
-		return parts
-	},
 	PartitionEvent: func(history []porcupine.Event) [][]porcupine.Event {
 		byKey := map[string][]porcupine.Event{}
 		keyOf := map[int]string{}
