@@ -36,6 +36,10 @@ fn manifest(dir: &Path) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// The hash recorded for an entry whose bytes coordsim does not track: a folder, or a file other
+/// processes of a run write (a real run's cluster data and logs).
+const UNTRACKED: &str = "-";
+
 /// The names the manifest of `dir` lists.
 pub fn listed(dir: &Path) -> BTreeSet<String> {
     manifest(dir).into_keys().collect()
@@ -56,9 +60,9 @@ pub fn is_ours(path: &Path) -> bool {
         return false;
     };
     if dir.join(MANIFEST).exists() {
-        return manifest(dir)
-            .get(name)
-            .is_some_and(|written| std::fs::read(path).is_ok_and(|bytes| hash(&bytes) == *written));
+        return manifest(dir).get(name).is_some_and(|written| {
+            written == UNTRACKED || std::fs::read(path).is_ok_and(|bytes| hash(&bytes) == *written)
+        });
     }
     let mut head = Vec::with_capacity(4096);
     std::fs::File::open(path).and_then(|file| file.take(4096).read_to_end(&mut head)).is_ok()
@@ -90,10 +94,57 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), InputError> {
     let bytes = bytes.as_ref();
     let mut files = manifest(dir);
     files.insert(name.to_string(), hash(bytes));
-    let manifest_path = dir.join(MANIFEST);
-    let text: String = files.iter().map(|(name, hash)| format!("{name}\t{hash}\n")).collect();
-    std::fs::write(&manifest_path, text).map_err(|e| io(e, &manifest_path))?;
+    write_manifest(dir, &files)?;
     std::fs::write(path, bytes).map_err(|e| io(e, path))
+}
+
+fn write_manifest(dir: &Path, files: &BTreeMap<String, String>) -> Result<(), InputError> {
+    let path = dir.join(MANIFEST);
+    let text: String = files.iter().map(|(name, hash)| format!("{name}\t{hash}\n")).collect();
+    std::fs::write(&path, text).map_err(|e| io(e, &path))
+}
+
+/// Lists `names` in the manifest of `dir` as coordsim's without tracking their bytes: what a
+/// run is about to create there through other processes (a real run's `cluster/`, its logs).
+pub fn claim(dir: &Path, names: &[&str]) -> Result<(), InputError> {
+    std::fs::create_dir_all(dir).map_err(|e| io(e, dir))?;
+    let mut files = manifest(dir);
+    for name in names {
+        files.entry(name.to_string()).or_insert_with(|| UNTRACKED.to_string());
+    }
+    write_manifest(dir, &files)
+}
+
+/// Empties a folder coordsim wrote before, for a fresh run: removes what its manifest lists and
+/// refuses (naming it) if anything else is there. A folder without a manifest is left alone
+/// (`Ok(false)`: the caller decides); `Ok(true)` once cleared.
+pub fn clear(dir: &Path) -> Result<bool, InputError> {
+    if !dir.join(MANIFEST).exists() {
+        return Ok(false);
+    }
+    let files = manifest(dir);
+    let entries = std::fs::read_dir(dir).map_err(|e| io(e, dir))?;
+    let mut ours = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| io(e, dir))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        if name == MANIFEST {
+            continue;
+        }
+        if !files.contains_key(&name) || (path.is_file() && !is_ours(&path)) {
+            return Err(InputError::Usage(format!(
+                "{}: was not written by coordsim (or was edited since); move it or choose another --out",
+                path.display()
+            )));
+        }
+        ours.push(path);
+    }
+    for path in ours {
+        let removed = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+        removed.map_err(|e| io(e, &path))?;
+    }
+    std::fs::remove_file(dir.join(MANIFEST)).map_err(|e| io(e, dir))?;
+    Ok(true)
 }
 
 /// Removes `path` if coordsim wrote it (a report a re-run no longer needs); leaves anything else.
@@ -137,6 +188,26 @@ mod tests {
         std::fs::write(&ours, "{\"schema\":\"coordsim-history/1\", \"seed\": 2}").unwrap();
         remove_stale(&ours).unwrap();
         assert!(!ours.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_run_folder_is_cleared_of_what_it_lists_and_only_that() {
+        let dir = std::env::temp_dir().join(format!("coordsim-owned-clear-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!clear(&dir.join("absent")).unwrap_or(true), "no manifest, nothing done");
+        claim(&dir, &["cluster", "nemesis.jsonl"]).unwrap();
+        std::fs::create_dir_all(dir.join("cluster/s1")).unwrap();
+        std::fs::write(dir.join("cluster/s1/wal"), "x").unwrap();
+        std::fs::write(dir.join("nemesis.jsonl"), "{}").unwrap();
+        write(&dir.join("history.json"), "{}").unwrap();
+        std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+        let error = clear(&dir).unwrap_err().to_string();
+        assert!(error.contains("notes.txt: was not written by coordsim"), "{error}");
+        assert!(dir.join("cluster/s1/wal").exists(), "nothing removed when refusing");
+        std::fs::remove_file(dir.join("notes.txt")).unwrap();
+        assert!(clear(&dir).unwrap());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

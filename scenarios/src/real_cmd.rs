@@ -227,11 +227,8 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         // [chaos] draw of run N is the same).
         summary.replay =
             format!("cargo coordsim-real real {} {} --out {}", system.name(), loaded.arg, args.out.display());
-        let io = |error, path: &Path| InputError::Io { path: path.display().to_string(), error };
-        let history_path = dir.join("history.json");
-        std::fs::write(&history_path, history.to_json()).map_err(|e| io(e, &history_path))?;
-        let summary_path = dir.join("summary.json");
-        std::fs::write(&summary_path, summary.to_json()).map_err(|e| io(e, &summary_path))?;
+        crate::owned::write(&dir.join("history.json"), history.to_json())?;
+        crate::owned::write(&dir.join("summary.json"), summary.to_json())?;
         let on = format!("real {}", system.name());
         let report = crate::report_cmd::write_report(&dir, &history, Some(&summary), Some(scenario), Some(&on))?;
         let verdicts: Vec<String> = summary
@@ -280,6 +277,14 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
 #[cfg(feature = "real")]
 fn fresh_dir(dir: &Path) -> Result<(), InputError> {
     let io = |error| InputError::Io { path: dir.display().to_string(), error };
+    // What a real run creates in its folder, through its own and its cluster's processes: listed
+    // in the folder's manifest, so that the next run removes those and nothing of the user's.
+    const RUN_ENTRIES: &[&str] =
+        &["cluster", "clients", "nemesis.jsonl", "resource.json", "resource.jsonl", "resource.log"];
+    if crate::owned::clear(dir)? {
+        return crate::owned::claim(dir, RUN_ENTRIES);
+    }
+    // A folder from before manifests: recognised by its files, removed whole.
     if dir.exists() {
         let ours = dir.join("nemesis.jsonl").exists() || dir.join("cluster").exists();
         let empty = std::fs::read_dir(dir).map_err(io)?.next().is_none();
@@ -291,5 +296,6 @@ fn fresh_dir(dir: &Path) -> Result<(), InputError> {
         }
         std::fs::remove_dir_all(dir).map_err(io)?;
     }
-    std::fs::create_dir_all(dir).map_err(io)
+    std::fs::create_dir_all(dir).map_err(io)?;
+    crate::owned::claim(dir, RUN_ENTRIES)
 }
