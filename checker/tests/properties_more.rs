@@ -439,6 +439,43 @@ fn spurious_expiry_excuses_a_fault_that_cut_off_renewals_before_a_new_leader_res
 }
 
 #[test]
+fn spurious_expiry_excuses_a_lease_its_owner_abandoned_for_a_new_one_while_it_was_alive() {
+    // Seed 7903 of swarm-deposed-leader-expires-leases (switch off), distilled: c1's renewal at
+    // 1 s is answered; at 2 s its keepalive goes unanswered and, its lock call having timed out,
+    // c1 starts a new session (lease 2 at 2.2 s, 1.2 s after the answered renewal: lease 1 was
+    // alive by c1's own count). Lease 1 expires a TTL after the last keepalive: the end c1 chose.
+    let mut b = silent_owner();
+    b.keepalive(2000, 0, "c1", 1, None).lease(2200, 2230, "c1", 2, 5000);
+    b.keepalive(3230, 3240, "c1", 2, ok(Return::LeaseKeptAlive { ttl_ms: 5000 })).expiry(7050, 1);
+    let report = b.report(Property::SpuriousExpiry);
+    assert_eq!(report.verdict, Verdict::Pass, "{:?}", report.findings);
+    assert_mentions(&report.summary, &["abandoned by its owner for a new one (1)"]);
+    // A new session taken after the old lease was lost by the owner's own count (no answer for
+    // a whole TTL) is the loss itself, not a choice: still judged.
+    let mut lost = silent_owner();
+    lost.keepalive(2000, 3000, "c1", 1, Some(End::Info)).keepalive(4000, 5000, "c1", 1, Some(End::Info));
+    lost.lease(6100, 6130, "c1", 2, 5000).expiry(9100, 1);
+    assert_eq!(lost.verdict(Property::SpuriousExpiry), Verdict::Fail);
+    // Nor does a lease of another client excuse anything, nor a grant after the expiry.
+    let mut other = silent_owner();
+    other.keepalive(2000, 0, "c1", 1, None).lease(2200, 2230, "c2", 2, 5000).expiry(7050, 1);
+    assert_eq!(other.verdict(Property::SpuriousExpiry), Verdict::Fail);
+    let mut after = silent_owner();
+    after.keepalive(2000, 0, "c1", 1, None).expiry(7050, 1).lease(7100, 7130, "c1", 2, 5000);
+    assert_eq!(after.verdict(Property::SpuriousExpiry), Verdict::Fail);
+}
+
+#[test]
+fn spurious_expiry_passes_the_recorded_history_of_seed_7903() {
+    // The run that found the rule above, as the simulator recorded it (35 s, 338 entries).
+    let text = include_str!("data/histories/swarm-deposed-leader-expires-leases-7903.json");
+    let history = History::from_json(text).expect("a recorded history");
+    let report = Property::SpuriousExpiry.check(&history);
+    assert_eq!(report.verdict, Verdict::Pass, "{:?}", report.findings);
+    assert_mentions(&report.summary, &["abandoned by its owner for a new one"]);
+}
+
+#[test]
 fn lease_liveness_passes_trivially_without_leases() {
     let report = Builder::new().report(Property::LeaseLiveness);
     assert_eq!(report.verdict, Verdict::Pass);
