@@ -166,7 +166,9 @@ fn outcome(result: SeedResult) -> (u64, SeedOutcome, String) {
                 .collect();
             (summary.seed, SeedOutcome::Judged(failed), summary.replay)
         }
-        SeedResult::Crashed { seed, message, replay } => (seed, SeedOutcome::Crashed(message), replay),
+        SeedResult::Crashed { seed, message, replay } | SeedResult::Stopped { seed, message, replay } => {
+            (seed, SeedOutcome::Crashed(message), replay)
+        }
     }
 }
 

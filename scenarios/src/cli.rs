@@ -33,7 +33,11 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// List the scenario library: name, one line, expected verdicts.
-    List,
+    List {
+        /// Print docs/scenarios.md instead: the library and the models as Markdown tables.
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Explain a scenario: its teaching text, set-up, faults, and the verdict it expects of each
     /// property (and which properties its workload exercises).
     Explain {
@@ -270,7 +274,11 @@ pub fn run_main(checkers: Vec<std::sync::Arc<dyn crate::testbed::Checker>>) -> E
 
 pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::List => Ok(crate::explain::list()),
+        Command::List { markdown: false } => Ok(crate::explain::list()),
+        Command::List { markdown: true } => {
+            crate::outln!("{}", crate::explain::catalogue_markdown().trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Explain { scenario } => crate::explain::explain(&scenario),
         Command::Run { scenarios, seed, seeds, out, jobs, report, show_plan, bugs, shard } => {
             let selection = SeedSelection::new(seed, seeds, shard);
@@ -423,6 +431,7 @@ fn run(
         crate::owned::check_writable(&out.join(file))?;
     }
     let mut total = 0usize;
+    let mut stopped = 0usize;
     let mut unexpected: Vec<String> = Vec::new();
     let mut command = report_cmd::sweep_command(args, &selection.described, out);
     if let Some(shards) = &selection.shards {
@@ -463,9 +472,10 @@ fn run(
             if !result.as_expected() {
                 unexpected.push(match &result {
                     SeedResult::Done { summary, .. } => summary.replay.clone(),
-                    SeedResult::Crashed { replay, .. } => replay.clone(),
+                    SeedResult::Crashed { replay, .. } | SeedResult::Stopped { replay, .. } => replay.clone(),
                 });
             }
+            stopped += usize::from(matches!(result, SeedResult::Stopped { .. }));
             tally.add(&result);
         });
         if let Some(error) = write_error {
@@ -480,7 +490,17 @@ fn run(
     for line in reporter.finish()? {
         crate::outln!("{line}");
     }
-    if unexpected.is_empty() {
+    if stopped > 0 {
+        // Not a verdict: the scenario asks for more work than a run may do (bad input).
+        crate::outln!(
+            "{stopped} of {total} runs STOPPED at {} history entries, the most a run may record; replay with:",
+            coordsim_sim::recorder::MAX_HISTORY_ENTRIES
+        );
+        for command in &unexpected {
+            crate::outln!("  {command}");
+        }
+        Ok(ExitCode::from(2))
+    } else if unexpected.is_empty() {
         crate::outln!("all {total} runs as expected");
         Ok(ExitCode::SUCCESS)
     } else {
@@ -518,6 +538,9 @@ fn seed_line(result: &SeedResult) -> String {
     match result {
         SeedResult::Crashed { seed, message, replay } => {
             format!("  seed {seed:>5}  CRASH     {message}  (replay: {replay})")
+        }
+        SeedResult::Stopped { seed, message, replay } => {
+            format!("  seed {seed:>5}  STOPPED   {message}  (replay: {replay})")
         }
         SeedResult::Done { summary, .. } => {
             let status = if summary.as_expected { "ok      " } else { "MISMATCH" };
@@ -572,6 +595,7 @@ struct Tally {
     seeds: usize,
     as_expected: usize,
     crashed: usize,
+    stopped: usize,
     failed: std::collections::BTreeMap<String, usize>,
     with_dual_ownership: usize,
 }
@@ -581,6 +605,7 @@ impl Tally {
         self.seeds += 1;
         match result {
             SeedResult::Crashed { .. } => self.crashed += 1,
+            SeedResult::Stopped { .. } => self.stopped += 1,
             SeedResult::Done { summary, .. } => {
                 self.as_expected += usize::from(summary.as_expected);
                 for outcome in &summary.outcomes {
@@ -610,7 +635,10 @@ impl Tally {
                 judged.then(|| format!("{} failed on {failed}/{} (expected {expected})", p.id(), self.seeds))
             })
             .collect();
-        let crashed = if self.crashed > 0 { format!(", {} CRASHED", self.crashed) } else { String::new() };
+        let mut crashed = if self.crashed > 0 { format!(", {} CRASHED", self.crashed) } else { String::new() };
+        if self.stopped > 0 {
+            crashed.push_str(&format!(", {} STOPPED at the history entry limit", self.stopped));
+        }
         // A scenario that expects nothing to fail, where nothing judged failed, says so (issue 17).
         let verdicts =
             if properties.is_empty() { "no property it judges failed".to_string() } else { properties.join(", ") };
@@ -636,7 +664,8 @@ fn bench(arg: &str, first: u64, last: u64) -> Result<ExitCode, InputError> {
                 .expect("the OS starts a thread")
                 .join()
         })
-        .map_err(|_| InputError::Usage(format!("seed {seed} crashed; run `{}`", sweep::replay_command(arg, seed))))?;
+        .map_err(|_| InputError::Usage(format!("seed {seed} crashed; run `{}`", sweep::replay_command(arg, seed))))?
+        .map_err(|stopped| InputError::Usage(format!("seed {seed} of {arg}: {stopped}")))?;
         simulate_s += started.elapsed().as_secs_f64();
         let started = Instant::now();
         let summary: RunSummary = sweep::evaluate(scenario, arg, &history);

@@ -150,6 +150,7 @@ pub fn run(inputs: u64, seed: u64) -> Report {
                     .expect("the OS starts a thread")
                     .join()
                     .expect("a library scenario runs")
+                    .expect("a library scenario stays under the entry limit")
             });
             history.to_json()
         })

@@ -202,7 +202,8 @@ impl Reporter {
                 };
                 self.sweep.add(RunRecord::Done { summary, report });
             }
-            SeedResult::Crashed { seed, message, replay } => {
+            // sweep.json lists a stopped run with the crashed ones; its message says which it was.
+            SeedResult::Crashed { seed, message, replay } | SeedResult::Stopped { seed, message, replay } => {
                 self.sweep.add(RunRecord::Crashed { seed: *seed, message, replay });
             }
         }

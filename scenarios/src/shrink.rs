@@ -385,6 +385,9 @@ pub fn shrink_with(
         SeedResult::Crashed { message, .. } => {
             return Err(InputError::Usage(format!("{} seed {seed} crashed: {message}", scenario.name)));
         }
+        SeedResult::Stopped { message, .. } => {
+            return Err(InputError::Usage(format!("{} seed {seed}: {message}", scenario.name)));
+        }
     };
     let (history, summary) = original;
     let failing = |p: &str| summary.verdict(p) == Some(Verdict::Fail);

@@ -26,13 +26,21 @@ pub enum SeedResult {
         message: String,
         replay: String,
     },
+    /// The run reached the most history entries a run may record
+    /// ([`coordsim_sim::recorder::MAX_HISTORY_ENTRIES`]) and was stopped: the scenario asks for
+    /// more work than coordsim runs (bad input, exit 2; nothing is judged).
+    Stopped {
+        seed: u64,
+        message: String,
+        replay: String,
+    },
 }
 
 impl SeedResult {
     pub fn seed(&self) -> u64 {
         match self {
             SeedResult::Done { summary, .. } => summary.seed,
-            SeedResult::Crashed { seed, .. } => *seed,
+            SeedResult::Crashed { seed, .. } | SeedResult::Stopped { seed, .. } => *seed,
         }
     }
 
@@ -88,9 +96,12 @@ pub fn run_seed(scenario: &Scenario, arg: &str, seed: u64) -> SeedResult {
         .spawn(move || std::panic::catch_unwind(AssertUnwindSafe(|| harness::run(&owned, seed))))
         .expect("the OS starts a thread");
     match thread.join() {
-        Ok(Ok(history)) => {
+        Ok(Ok(Ok(history))) => {
             let summary = evaluate(scenario, arg, &history);
             SeedResult::Done { history, summary }
+        }
+        Ok(Ok(Err(stopped))) => {
+            SeedResult::Stopped { seed, message: stopped.to_string(), replay: replay_command(arg, seed) }
         }
         Ok(Err(panic)) | Err(panic) => {
             SeedResult::Crashed { seed, message: panic_message(&panic), replay: replay_command(arg, seed) }

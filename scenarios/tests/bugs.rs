@@ -14,7 +14,7 @@ fn run_text(text: &str, seed: u64) -> History {
     let scenario = load::parse("bug-test.toml", text).unwrap_or_else(|e| panic!("{e}"));
     match sweep::run_seed(&scenario, "bug-test.toml", seed) {
         SeedResult::Done { history, .. } => history,
-        SeedResult::Crashed { message, .. } => panic!("crashed: {message}"),
+        SeedResult::Crashed { message, .. } | SeedResult::Stopped { message, .. } => panic!("crashed: {message}"),
     }
 }
 
@@ -22,7 +22,9 @@ fn verdicts(name: &str, seed: u64) -> coordsim_reports::RunSummary {
     let loaded = load::resolve(name).unwrap();
     match sweep::run_seed(&loaded.scenario, name, seed) {
         SeedResult::Done { summary, .. } => summary,
-        SeedResult::Crashed { message, .. } => panic!("{name} crashed: {message}"),
+        SeedResult::Crashed { message, .. } | SeedResult::Stopped { message, .. } => {
+            panic!("{name} crashed: {message}")
+        }
     }
 }
 

@@ -45,7 +45,9 @@ fn run(text: &str, seed: u64) -> History {
     let scenario = load::parse("fault-test.toml", text).unwrap_or_else(|e| panic!("{e}"));
     match sweep::run_seed(&scenario, "fault-test.toml", seed) {
         SeedResult::Done { history, .. } => history,
-        SeedResult::Crashed { message, .. } => panic!("seed {seed} crashed: {message}"),
+        SeedResult::Crashed { message, .. } | SeedResult::Stopped { message, .. } => {
+            panic!("seed {seed} crashed: {message}")
+        }
     }
 }
 

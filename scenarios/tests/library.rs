@@ -3,7 +3,7 @@
 //! unsharded result; `list` and `explain` show the expected verdicts; bad input exits 2.
 //!
 //! Simulations here run in the test build on a few seeds; the 200- and 1,000-seed figures come
-//! from `cargo coordsim sweep` (see README, "Detection rates").
+//! from `cargo coordsim sweep` (see docs/detection.md).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -64,11 +64,11 @@ fn every_bug_switch_has_a_swarm_scenario_written_as_the_fixed_system() {
 }
 
 /// With the switch on, the swarm scenario catches every planted bug within the first seeds;
-/// with it off the same seeds are clean (the full 200-seed figures are in the README).
+/// with it off the same seeds are clean (the full figures are in docs/detection.md).
 #[test]
 fn sweep_detects_each_planted_bug_and_switch_off_runs_stay_clean() {
     let dir = scratch("detect");
-    // Seed 1 is among the detecting seeds of every switch in the 200-seed sweep (README).
+    // Seed 1 is among the detecting seeds of every switch in the 200-seed sweep (docs/detection.md).
     let (out, result) = sweep(&dir, &["--bugs", "all", "--seeds", "1..1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(result.clean);
@@ -199,6 +199,23 @@ fn list_shows_name_summary_and_expected_verdicts() {
     assert!(line.contains("[fail: mutual_exclusion, fencing, single_holder; others pass]"), "{line}");
     assert!(stdout.lines().any(|l| l.starts_with("swarm-watch-skip-at-compaction ") && l.contains("[all pass]")));
     assert_eq!(stdout.lines().count(), coordsim::library::all().count());
+}
+
+/// docs/scenarios.md is `coordsim list --markdown`: regenerate it when a scenario or model changes.
+#[test]
+fn the_scenario_catalogue_in_docs_is_generated_from_the_library() {
+    let out = coordsim(&["list", "--markdown"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = text(&out.stdout);
+    assert_eq!(page, coordsim::explain::catalogue_markdown());
+    let row =
+        "| [`split-brain-gc-pause`](../scenarios/library/split-brain-gc-pause.toml) | A GC pause outlives the lease";
+    assert!(page.contains(row), "{page}");
+    assert!(page.contains("| `queue-lock` |"), "the models are listed");
+    assert_eq!(page.lines().filter(|l| l.starts_with("| [`")).count(), coordsim::library::all().count());
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenarios.md");
+    let written = std::fs::read_to_string(path).expect("docs/scenarios.md exists");
+    assert!(written == page, "docs/scenarios.md is stale: run `cargo coordsim list --markdown > docs/scenarios.md`");
 }
 
 #[test]

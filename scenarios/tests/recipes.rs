@@ -37,7 +37,9 @@ herd = "any"
     let scenario = load::parse("recipe.toml", &text).unwrap_or_else(|e| panic!("{e}"));
     match sweep::run_seed(&scenario, "recipe.toml", 1) {
         SeedResult::Done { history, .. } => history,
-        SeedResult::Crashed { message, .. } => panic!("{recipe} crashed: {message}"),
+        SeedResult::Crashed { message, .. } | SeedResult::Stopped { message, .. } => {
+            panic!("{recipe} crashed: {message}")
+        }
     }
 }
 

@@ -11,7 +11,9 @@ fn run(name: &str, seed: u64) -> (History, coordsim_reports::RunSummary) {
     let loaded = load::resolve(name).unwrap();
     match sweep::run_seed(&loaded.scenario, name, seed) {
         SeedResult::Done { history, summary } => (history, summary),
-        SeedResult::Crashed { message, .. } => panic!("{name} seed {seed} crashed: {message}"),
+        SeedResult::Crashed { message, .. } | SeedResult::Stopped { message, .. } => {
+            panic!("{name} seed {seed} crashed: {message}")
+        }
     }
 }
 
@@ -148,4 +150,39 @@ fn a_watch_from_now_starts_after_the_current_revision_and_is_judged_from_there()
         })
         .count();
     assert!(failed >= 4, "the compaction-boundary bug caught on {failed} of 5 seeds");
+}
+
+/// A run that reaches the history's entry limit is stopped there with an error naming the
+/// limit and the true time, and keeps nothing past it; a limit it never reaches changes nothing
+/// (waiting on the stop signal adds no event to the simulation).
+#[test]
+fn a_run_stops_at_the_history_entry_limit_and_a_higher_limit_changes_nothing() {
+    use coordsim_sim::harness::{ClientCode, simulate_limited};
+    let scenario = load::resolve("split-brain-gc-pause").expect("library scenario").scenario;
+    let run = move |limit: usize| {
+        let scenario = scenario.clone();
+        std::thread::spawn(move || {
+            madsim::runtime::Runtime::with_seed_and_config(4, madsim::Config::default()).block_on(simulate_limited(
+                scenario,
+                ClientCode::Scenario,
+                limit,
+            ))
+        })
+        .join()
+        .expect("the run does not panic")
+    };
+    let full = run(coordsim_sim::recorder::MAX_HISTORY_ENTRIES).expect("the library scenario stays under the limit");
+    assert!(full.entries.len() > 200, "{} entries", full.entries.len());
+    let stopped = run(100).expect_err("100 entries are too few for this run");
+    assert_eq!(stopped.limit, 100);
+    // The 101st entry is where it stopped.
+    assert_eq!(stopped.time_ns, full.entries[100].time_ns);
+    assert_eq!(stopped.duration_ns, 20_000_000_000);
+    let message = stopped.to_string();
+    for needle in ["recorded 100 history entries by", "the most a run may record", "shorten `duration`"] {
+        assert!(message.contains(needle), "{message}");
+    }
+    // One entry more than the run records: the same history, byte for byte.
+    let just_enough = run(full.entries.len()).expect("exactly at the limit is allowed");
+    assert_eq!(just_enough.to_json(), full.to_json());
 }

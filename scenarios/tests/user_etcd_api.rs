@@ -259,6 +259,19 @@ fn a_users_checker_is_judged_with_the_built_in_properties() {
     assert!(run.failure().unwrap().starts_with("no_dir_writes is fail (expected pass)"));
     let report = testbed.write_report(&run).unwrap();
     assert!(std::fs::read_to_string(&report).unwrap().contains("no_dir_writes"));
+    // Written again over its own files: fine. A user's file where a report goes stays as it was,
+    // and nothing else of the seed's is written (docs/hostile-input.md).
+    testbed.write_report(&run).unwrap();
+    let out = std::env::temp_dir().join(format!("coordsim-testbed-owned-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let seed_dir = out.join("user-checker").join("seed-1");
+    std::fs::create_dir_all(&seed_dir).unwrap();
+    std::fs::write(seed_dir.join("report.html"), "my notes").unwrap();
+    let error = testbed.clone().out_dir(&out).write_report(&run).unwrap_err().to_string();
+    assert!(error.contains("report.html: exists and was not written by coordsim"), "{error}");
+    assert_eq!(std::fs::read_to_string(seed_dir.join("report.html")).unwrap(), "my notes");
+    assert!(!seed_dir.join("history.json").exists());
+    std::fs::remove_dir_all(&out).unwrap();
 }
 
 #[test]

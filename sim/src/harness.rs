@@ -22,7 +22,7 @@ use crate::nemesis::{self, Member, Topology};
 use crate::netfault;
 use crate::observers::{ObserversPlan, run_observers};
 use crate::raft::Durable;
-use crate::recorder::Recorder;
+use crate::recorder::{MAX_HISTORY_ENTRIES, Recorder, Stopped};
 use crate::resource::{RESOURCE_PORT, ResourceMode, serve_resource};
 use crate::scenario::Scenario;
 use crate::server::{RaftTiming, SERVER_PORT, ServerSpec, serve};
@@ -33,16 +33,17 @@ pub const RESOURCE: &str = "resource";
 /// The name of the observers' host (`[observers]`).
 pub const OBSERVERS: &str = "observers";
 
-/// Runs `scenario` with `seed`. The scenario must have passed `Scenario::validate`.
-pub fn run(scenario: &Scenario, seed: u64) -> History {
+/// Runs `scenario` with `seed`. The scenario must have passed `Scenario::validate`. Errors: the
+/// run recorded [`MAX_HISTORY_ENTRIES`] entries before its end, and was stopped there.
+pub fn run(scenario: &Scenario, seed: u64) -> Result<History, Stopped> {
     run_with(scenario, seed, &ClientCode::Scenario)
 }
 
 /// Runs `scenario` with `seed`, the client nodes running `code`. A scenario for
-/// [`ClientCode::User`] must have passed `Scenario::validate_for_user_code`.
-pub fn run_with(scenario: &Scenario, seed: u64, code: &ClientCode) -> History {
+/// [`ClientCode::User`] must have passed `Scenario::validate_for_user_code`. Errors as [`run`].
+pub fn run_with(scenario: &Scenario, seed: u64, code: &ClientCode) -> Result<History, Stopped> {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
-    runtime.block_on(simulate_with(scenario.clone(), code.clone()))
+    runtime.block_on(simulate_limited(scenario.clone(), code.clone(), MAX_HISTORY_ENTRIES))
 }
 
 /// What the client nodes c1..cN run.
@@ -92,17 +93,25 @@ fn resource_addr() -> SocketAddr {
 }
 
 /// The body of one run, inside a madsim runtime (whose seed it records). Public for madsim's
-/// `Runtime::check_determinism`, which runs it twice and compares every random draw.
+/// `Runtime::check_determinism`, which runs it twice and compares every random draw. Panics if
+/// the run reaches [`MAX_HISTORY_ENTRIES`] (see [`run`] for the error instead).
 pub async fn simulate(scenario: Scenario) -> History {
     simulate_with(scenario, ClientCode::Scenario).await
 }
 
 /// [`simulate`] with the client nodes running `code`.
 pub async fn simulate_with(scenario: Scenario, code: ClientCode) -> History {
+    simulate_limited(scenario, code, MAX_HISTORY_ENTRIES).await.unwrap_or_else(|stopped| panic!("coordsim: {stopped}"))
+}
+
+/// [`simulate_with`], stopped (an error) when the history reaches `limit` entries: the end of
+/// the run is then the instant the limit was reached, so a scenario that asks for unbounded
+/// work costs at most `limit` entries of memory and the time to record them.
+pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limit: usize) -> Result<History, Stopped> {
     let handle = Handle::current();
     let seed = handle.seed();
     let epoch = Instant::now();
-    let recorder = Recorder::new(&scenario.name, seed, epoch);
+    let (recorder, stopped) = Recorder::with_limit(&scenario.name, seed, epoch, limit);
     let plan = nemesis::plan::plan(&scenario, seed);
 
     // Every node's clock is fixed before any node starts: openraft finds them by node name.
@@ -276,8 +285,12 @@ pub async fn simulate_with(scenario: Scenario, code: ClientCode) -> History {
         topology.servers.iter().chain(&topology.clients).chain(&topology.others).map(|m| m.id).collect();
     madsim::task::spawn(nemesis::run(plan, topology, epoch, recorder.clone()));
 
-    madsim::time::sleep_until(epoch + scenario.duration.0).await;
+    // Waiting on the stop signal too adds no wakeup and no random draw: a run that stays under
+    // the limit is the same run, entry for entry.
+    let end = std::pin::pin!(madsim::time::sleep_until(epoch + scenario.duration.0));
+    futures::future::select(end, stopped).await;
     let history = recorder.finish();
+    let stopped_ns = recorder.stopped_ns();
     // Tasks that wait on each other (a watch long-poll holds the server that holds the Notify
     // that holds the poll's waker) form cycles that outlive the runtime and leak every seed's
     // state. Killing the nodes drops their tasks; the executor needs one more tick for that.
@@ -285,7 +298,10 @@ pub async fn simulate_with(scenario: Scenario, code: ClientCode) -> History {
         handle.kill(node);
     }
     madsim::time::sleep(std::time::Duration::from_millis(1)).await;
-    history
+    match stopped_ns {
+        None => Ok(history),
+        Some(time_ns) => Err(Stopped { limit, time_ns, duration_ns: scenario.duration.0.as_nanos() as u64 }),
+    }
 }
 
 /// Records each segment of a node's clocks when it begins, so that a report can tell the node's

@@ -10,6 +10,28 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use coordsim_checker::history::{Call, Entry, Event, History, NodeInfo, NodeRole, OpId, RaftRole, Return};
+use futures::channel::oneshot;
+
+/// Most entries one run may record. The library's runs record under 10^4 (8,365 at most on
+/// seeds 1..3); the limit leaves a hundred times that and bounds a run's memory: an entry and
+/// what the service keeps alongside it cost 1-1.5 KB, so 0.9-1.5 GB at the limit
+/// (docs/hostile-input.md, measured on the worst files the validator accepts).
+pub const MAX_HISTORY_ENTRIES: usize = 1_000_000;
+
+/// A run the recorder stopped because its history reached [`MAX_HISTORY_ENTRIES`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the run recorded {limit} history entries by {} true time (of {}), the most a run may record: the scenario asks for more work than coordsim runs; shorten `duration`, or use fewer clients or longer `think`/`interval`",
+    History::fmt_time(*time_ns),
+    History::fmt_time(*duration_ns)
+)]
+pub struct Stopped {
+    pub limit: usize,
+    /// True time of the entry that would have gone over the limit, in ns.
+    pub time_ns: u64,
+    /// The scenario's duration, in ns.
+    pub duration_ns: u64,
+}
 
 #[derive(Clone, Debug)]
 pub struct Recorder {
@@ -27,11 +49,24 @@ struct Inner {
     roles: BTreeMap<String, (RaftRole, u64)>,
     /// Events recorded with `record_once`.
     seen_once: std::collections::BTreeSet<String>,
+    /// Most entries this run may record.
+    limit: usize,
+    /// When the history reached `limit` (true time, ns); later entries are dropped.
+    stopped_ns: Option<u64>,
+    /// Tells the harness the run must stop (taken when the limit is reached).
+    stop: Option<oneshot::Sender<()>>,
 }
 
 impl Recorder {
     /// `epoch` is the simulated instant at which the run starts (true time 0).
     pub fn new(scenario: &str, seed: u64, epoch: Instant) -> Self {
+        Self::with_limit(scenario, seed, epoch, MAX_HISTORY_ENTRIES).0
+    }
+
+    /// A recorder that records at most `limit` entries, and the receiver that hears when it
+    /// reached them (the harness then ends the run).
+    pub fn with_limit(scenario: &str, seed: u64, epoch: Instant, limit: usize) -> (Self, oneshot::Receiver<()>) {
+        let (stop, stopped) = oneshot::channel();
         let inner = Inner {
             epoch,
             history: History::new(scenario, seed),
@@ -39,8 +74,16 @@ impl Recorder {
             next_watch: 1,
             roles: BTreeMap::new(),
             seen_once: Default::default(),
+            limit,
+            stopped_ns: None,
+            stop: Some(stop),
         };
-        Recorder { inner: Arc::new(Mutex::new(inner)) }
+        (Recorder { inner: Arc::new(Mutex::new(inner)) }, stopped)
+    }
+
+    /// When the history reached its limit (true time, ns), if it did.
+    pub fn stopped_ns(&self) -> Option<u64> {
+        self.lock().stopped_ns
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -64,6 +107,17 @@ impl Recorder {
         }
         if let Event::Role { role, term } = &event {
             inner.roles.insert(node.to_string(), (*role, *term));
+        }
+        if inner.history.entries.len() >= inner.limit {
+            // The run goes on until the harness wakes up (the same instant); nothing more is kept.
+            if inner.stopped_ns.is_none() {
+                inner.stopped_ns = Some(time_ns);
+                if let Some(stop) = inner.stop.take() {
+                    // The harness may have ended the run already; then nobody listens.
+                    let _ = stop.send(());
+                }
+            }
+            return;
         }
         inner.history.entries.push(Entry { time_ns, node: node.to_string(), event });
     }

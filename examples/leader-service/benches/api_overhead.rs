@@ -55,7 +55,10 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             seed += 1;
             let scenario = loaded.scenario.clone();
-            std::thread::spawn(move || coordsim_sim::harness::run(&scenario, seed)).join().expect("runs")
+            std::thread::spawn(move || coordsim_sim::harness::run(&scenario, seed))
+                .join()
+                .expect("runs")
+                .expect("stays under the entry limit")
         })
     });
     let mut seed = 0;

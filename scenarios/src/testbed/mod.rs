@@ -359,7 +359,8 @@ impl Testbed {
             })
             .map_err(|e| format!("could not start a thread: {e}"))?;
         let history = match thread.join() {
-            Ok(Ok(history)) => history,
+            Ok(Ok(Ok(history))) => history,
+            Ok(Ok(Err(stopped))) => return Err(format!("seed {seed} of {}: {stopped}", self.scenario.name)),
             Ok(Err(panic)) | Err(panic) => {
                 return Err(format!("seed {seed} of {} panicked: {}", self.scenario.name, panic_message(&panic)));
             }
@@ -465,20 +466,27 @@ impl Testbed {
     }
 
     /// Writes `history.json`, `summary.json` and `report.html` of `run` under the out folder;
-    /// returns the report's path.
+    /// returns the report's path. Like the CLI it writes through the folder's manifest
+    /// (docs/hostile-input.md): a file of the same name that coordsim did not write is left as
+    /// it is and the write fails with its path (`ErrorKind::Other`).
     pub fn write_report(&self, run: &Run) -> std::io::Result<PathBuf> {
         let dir = self.out_root().join(&self.scenario.name).join(format!("seed-{}", run.history.seed));
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("history.json"), run.history.to_json())?;
+        let write = |name: &str, bytes: String| {
+            crate::owned::write(&dir.join(name), bytes).map_err(|e| std::io::Error::other(e.to_string()))
+        };
+        // Every file is checked before any is written, so a refusal leaves the folder as it was.
+        for name in ["history.json", "summary.json", "report.html"] {
+            crate::owned::check_writable(&dir.join(name)).map_err(|e| std::io::Error::other(e.to_string()))?;
+        }
+        write("history.json", run.history.to_json())?;
         let summary = serde_json::to_string_pretty(&run.summary).map_err(std::io::Error::other)?;
-        std::fs::write(dir.join("summary.json"), summary + "\n")?;
+        write("summary.json", summary + "\n")?;
         let mut input = coordsim_reports::RunInput::new(&run.history);
         input.summary = Some(&run.summary);
         input.scenario_summary = &self.scenario.summary;
         input.description = &self.scenario.description;
-        let path = dir.join("report.html");
-        std::fs::write(&path, coordsim_reports::run_report_html(&input))?;
-        Ok(path)
+        write("report.html", coordsim_reports::run_report_html(&input))?;
+        Ok(dir.join("report.html"))
     }
 
     fn out_root(&self) -> PathBuf {
