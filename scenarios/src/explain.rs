@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use coordsim_checker::properties::Property;
 use coordsim_sim::resource::ResourceMode;
-use coordsim_sim::scenario::{Expectation, KeepAliveMode, KvApi, Scenario, ZkReads};
+use coordsim_sim::scenario::{ClusterKind, Expectation, KeepAliveMode, KvApi, Scenario, ZkReads};
 
 use crate::library;
 use crate::load::{self, InputError};
@@ -155,18 +155,23 @@ pub fn explanation(scenario: &Scenario, source: &str) -> Vec<String> {
 fn setup(scenario: &Scenario) -> Vec<String> {
     let mut lines = Vec::new();
     let clients = &scenario.clients;
+    let independent = scenario.cluster.kind == ClusterKind::Independent;
+    let servers = match (independent, scenario.cluster.fsync) {
+        (false, true) => "servers (fsync on)",
+        (false, false) => "servers (no fsync: a crash loses unsynced writes)",
+        (true, true) => "independent Redis servers (appendfsync always)",
+        (true, false) => "independent Redis servers (default RDB snapshots: a restart loses what came after the last)",
+    };
     lines.push(format!(
-        "{} servers ({}), {} clients, {} of simulated time",
-        scenario.cluster.servers,
-        if scenario.cluster.fsync { "fsync on" } else { "no fsync: a crash loses unsynced writes" },
-        clients.count,
-        scenario.duration
+        "{} {servers}, {} clients, {} of simulated time",
+        scenario.cluster.servers, clients.count, scenario.duration
     ));
     if let Some((lock, resource)) = scenario.lock_spec() {
         let recipe = serde_json::to_value(lock.recipe).ok().and_then(|v| v.as_str().map(str::to_string));
         let mut line = format!(
-            "lock workload: recipe {}, lease TTL {}, hold {} with {} writes, think {}",
+            "lock workload: recipe {}, {} TTL {}, hold {} with {} writes, think {}",
             recipe.unwrap_or_default(),
+            if independent { "key" } else { "lease" },
             lock.ttl,
             clients.hold,
             clients.writes_per_hold,

@@ -23,8 +23,10 @@ use crate::netfault;
 use crate::observers::{ObserversPlan, run_observers};
 use crate::raft::Durable;
 use crate::recorder::{MAX_HISTORY_ENTRIES, Recorder, Stopped};
+use crate::redis::{Keyspace, Persistence};
 use crate::resource::{RESOURCE_PORT, ResourceMode, serve_resource};
-use crate::scenario::Scenario;
+use crate::scenario::{ClusterKind, Scenario};
+use crate::server::redis::serve_redis;
 use crate::server::{RaftTiming, SERVER_PORT, ServerSpec, serve};
 use crate::workload::{ClientPlan, run_client};
 
@@ -123,7 +125,27 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limit: usize
     let mut topology = Topology::default();
     let members: BTreeMap<u64, SocketAddr> =
         (1..=scenario.cluster.servers as u64).map(|id| (id, server_addr(id))).collect();
-    for &id in members.keys() {
+    for &id in members.keys().filter(|_| scenario.cluster.kind == ClusterKind::Independent) {
+        let name = format!("s{id}");
+        let persistence = if scenario.cluster.fsync { Persistence::AofAlways } else { Persistence::RdbDefault };
+        let clock = clock_of(&name);
+        let keyspace = Arc::new(Mutex::new(Keyspace::new(persistence, clock.wall_now().0.div_euclid(1_000_000))));
+        let on_disk = keyspace.clone();
+        recorder.add_node(&name, NodeRole::Server);
+        let node = handle
+            .create_node()
+            .name(name.clone())
+            .ip(server_addr(id).ip())
+            .init(move || serve_redis(server_addr(id), keyspace.clone(), clock.clone()))
+            .build();
+        topology.servers.push(Member {
+            name,
+            id: node.id(),
+            ip: server_addr(id).ip(),
+            durable: Some(on_disk as Arc<dyn nemesis::Durable>),
+        });
+    }
+    for &id in members.keys().filter(|_| scenario.cluster.kind == ClusterKind::Raft) {
         let spec = ServerSpec {
             id,
             name: format!("s{id}"),
@@ -149,7 +171,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limit: usize
             name: format!("s{id}"),
             id: node.id(),
             ip: server_addr(id).ip(),
-            durable: Some(durable_handle),
+            durable: Some(durable_handle as Arc<dyn nemesis::Durable>),
         });
     }
 
@@ -227,6 +249,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limit: usize
                     reentrant: lock.reentrant,
                     lifetime: lock.entry_lifetime(),
                     keepalive: lock.keepalive,
+                    validity_clock: lock.client_deadline_clock.unwrap_or_default(),
                 };
                 builder.init(move || run_client(plan.clone(), clock.clone(), rec.clone())).build()
             }

@@ -16,6 +16,7 @@ pub mod observers;
 pub mod raft;
 pub mod recipe;
 pub mod recorder;
+pub mod redis;
 pub mod resource;
 pub mod rpc;
 pub mod rt;

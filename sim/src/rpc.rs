@@ -255,3 +255,19 @@ impl Request for ResourceWrite {
     type Response = ResourceReply;
     const ID: u64 = 0x7265_736f_7572;
 }
+
+/// A request to one Redis server of an independent cluster (`cluster.kind = "independent"`):
+/// the two commands the Redlock recipe sends.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum RedisRequest {
+    /// `SET key value NX PX ttl_ms`.
+    SetNxPx { key: String, value: String, ttl_ms: u64 },
+    /// The release script: `if redis.call("get", key) == value then return redis.call("del", key)`.
+    DeleteIfValue { key: String, value: String },
+}
+
+impl Request for RedisRequest {
+    /// `SET ... NX`: `OK` (true) or `nil` (false); the release script: 1 (true) or 0 (false).
+    type Response = bool;
+    const ID: u64 = 0x7265_6469_73;
+}

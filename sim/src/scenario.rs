@@ -162,11 +162,18 @@ impl<'de> Deserialize<'de> for Expectations {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cluster {
-    /// Number of Raft servers, named s1..sN.
+    /// Number of servers, named s1..sN.
     pub servers: usize,
+    /// What the servers are: one replicated etcd-style cluster (`raft`, the default), or N
+    /// independent Redis servers that share nothing (`independent`, for the `redlock` recipe).
+    #[serde(default, skip_serializing_if = "ClusterKind::is_raft")]
+    pub kind: ClusterKind,
     /// Whether servers sync every log append and vote before acknowledging it (true). With
     /// false they sync every 100 ms of their clock, and a crash loses what was not synced:
-    /// acknowledged writes can vanish (what the durability checker is for).
+    /// acknowledged writes can vanish (what the durability checker is for). Independent Redis
+    /// servers: true is `appendfsync always`; false is Redis's default persistence (RDB snapshots
+    /// at the default save points, `crate::redis`), so a restart loses the keys set since the
+    /// last snapshot, which a short run never takes.
     #[serde(default = "yes")]
     pub fsync: bool,
     /// True time a server spends notifying one watcher of one event, in its apply loop, before
@@ -178,6 +185,24 @@ pub struct Cluster {
     /// The etcd release and lease configuration the servers stand for (`[cluster.etcd]`).
     #[serde(default, skip_serializing_if = "EtcdSpec::is_default")]
     pub etcd: EtcdSpec,
+}
+
+/// What `cluster.servers` are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClusterKind {
+    /// One etcd-style cluster replicated with Raft (and its ZooKeeper view).
+    #[default]
+    Raft,
+    /// Independent single-node Redis servers: no replication, no leader, keys expire by each
+    /// server's wall clock (`crate::redis`). Only the `redlock` recipe runs on them.
+    Independent,
+}
+
+impl ClusterKind {
+    fn is_raft(&self) -> bool {
+        *self == ClusterKind::Raft
+    }
 }
 
 /// `[cluster.etcd]`: which etcd the servers behave as, where releases and flags differ
@@ -265,6 +290,11 @@ pub enum Recipe {
     ZkElection,
     /// A counting semaphore on etcd: `permits` holders at once (the N oldest keys).
     EtcdSemaphore,
+    /// Redlock (redis.io's "Distributed Locks with Redis"): `SET name value NX PX ttl` on each
+    /// of N independent Redis servers in turn; held when a majority answered OK and the validity
+    /// time (TTL − elapsed − drift) is still positive; released everywhere with a
+    /// compare-and-delete. No fencing token (`crate::client::redlock`).
+    Redlock,
 }
 
 impl Recipe {
@@ -847,6 +877,7 @@ impl Scenario {
             (Workload::UserCode, None, None) => {}
             (Workload::Builtin, _, _) => self.validate_workload()?,
         }
+        self.validate_cluster_kind(workload)?;
         if let Some(interval) = self.cluster.etcd.lease_checkpoint_interval {
             check(self.cluster.etcd.lease_checkpoint, "cluster.etcd.lease_checkpoint_interval", || {
                 "applies only with cluster.etcd.lease_checkpoint = true".to_string()
@@ -899,6 +930,49 @@ impl Scenario {
         crate::nemesis::plan::validate(self)
     }
 
+    /// An independent cluster runs Redlock and nothing else; Redlock runs on nothing else.
+    fn validate_cluster_kind(&self, workload: Workload) -> Result<(), ScenarioError> {
+        let redlock = self.lock.as_ref().is_some_and(|lock| lock.recipe == Recipe::Redlock);
+        if self.cluster.kind != ClusterKind::Independent {
+            return check(!redlock, "lock.recipe", || {
+                "\"redlock\" runs on independent Redis servers: add `kind = \"independent\"` to [cluster]".into()
+            });
+        }
+        let field = "cluster.kind";
+        check(workload == Workload::Builtin, field, || {
+            "user code talks to etcd or ZooKeeper: the Testbed has no Redis API; use a raft cluster".into()
+        })?;
+        check(redlock, field, || {
+            "independent Redis servers run only the lock workload with recipe = \"redlock\"".into()
+        })?;
+        check(self.observers.is_none(), "observers", || "observers watch etcd keys: Redis has no watches here".into())?;
+        check(self.cluster.etcd == EtcdSpec::default(), "cluster.etcd", || {
+            "applies to etcd servers, not to independent Redis servers".into()
+        })?;
+        check(self.cluster.watch_event_cost.is_none(), "cluster.watch_event_cost", || {
+            "applies to etcd servers, not to independent Redis servers".into()
+        })?;
+        check(self.bugs == Bugs::default(), "bugs", || {
+            "the bug switches are in the etcd and ZooKeeper services, not in the Redis servers".into()
+        })?;
+        for (i, fault) in self.nemesis.iter().enumerate() {
+            let at = |name: &str| format!("nemesis[{i}].{name}");
+            let aimed = fault.target.as_deref();
+            check(!matches!(aimed, Some("leader" | "follower")), &at("target"), || {
+                "independent servers have no leader: name a server (s1) or write \"server\"".into()
+            })?;
+            check(fault.kind != FaultKindSpec::DropReplies, &at("kind"), || {
+                "drop-replies drops etcd and ZooKeeper replies; cut a link (partition one-way) instead".into()
+            })?;
+        }
+        if let Some(chaos) = &self.chaos {
+            check(!chaos.kinds.contains(&FaultKindSpec::DropReplies), "chaos.kinds", || {
+                "drop-replies drops etcd and ZooKeeper replies; it does not apply to independent servers".into()
+            })?;
+        }
+        Ok(())
+    }
+
     /// The built-in workload: `[lock]` with `[resource]`, or `[kv]`.
     fn validate_workload(&self) -> Result<(), ScenarioError> {
         match (&self.lock, &self.resource, &self.kv) {
@@ -912,6 +986,9 @@ impl Scenario {
 
     fn validate_lock(&self, lock: &LockSpec) -> Result<(), ScenarioError> {
         check(lock.ttl.0 >= TTL_MIN, "lock.ttl", || format!("{} is below the minimum TTL {}", lock.ttl, Dur(TTL_MIN)))?;
+        if lock.recipe == Recipe::Redlock {
+            return self.validate_redlock(lock);
+        }
         if let Some(deadline) = lock.client_deadline {
             check(deadline.0 >= CLIENT_DEADLINE_MIN && deadline.0 <= DURATION_MAX, "lock.client_deadline", || {
                 format!(
@@ -943,6 +1020,30 @@ impl Scenario {
         self.validate_entry_lifetime(lock)?;
         check(lock.keepalive == KeepAliveMode::Background || !lock.recipe.is_zookeeper(), "lock.keepalive", || {
             "\"between-holds\" is for etcd recipes: a ZooKeeper client library pings its session from a thread of its own".into()
+        })
+    }
+
+    /// Redlock has no session, no queue and no token: the fields about those do not apply.
+    fn validate_redlock(&self, lock: &LockSpec) -> Result<(), ScenarioError> {
+        check(lock.client_deadline.is_none(), "lock.client_deadline", || {
+            "Redlock's deadline is its validity time (TTL - elapsed - drift); `client_deadline_clock` says which clock measures it".into()
+        })?;
+        let unused = [
+            ("lock.permits", lock.permits != 1),
+            ("lock.nested", lock.nested != 0),
+            ("lock.reentrant", !lock.reentrant),
+            ("lock.backoff", lock.backoff.is_some()),
+            ("lock.keepalive", lock.keepalive != KeepAliveMode::Background),
+            ("lock.lease", !lock.lease),
+            ("lock.ephemeral", !lock.ephemeral),
+        ];
+        for (field, set) in unused {
+            check(!set, field, || "does not apply to redlock (no session, no queue, one holder)".into())?;
+        }
+        check(!lock.name.is_empty(), "lock.name", || "must be non-empty: it is the Redis key".into())?;
+        let unfenced = self.resource.as_ref().is_some_and(|r| r.mode == ResourceMode::Unfenced);
+        check(unfenced, "resource.mode", || {
+            "Redlock gives no fencing token (Kleppmann, \"How to do distributed locking\", 2016): a redlock scenario's resource is \"unfenced\"".into()
         })
     }
 

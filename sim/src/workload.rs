@@ -9,12 +9,13 @@ use coordsim_checker::history::{Call, Event, Phase, Return};
 use madsim::net::Endpoint;
 
 use crate::client::election::{campaign, resign};
+use crate::client::redlock::Redlock;
 use crate::client::zk::ZkClient;
 use crate::client::{
     Client, ClientDeadline, LockError, Session, lock, lock_api, lock_cas, lock_semaphore, lock_zk, unlock, unlock_api,
     unlock_cas, unlock_zk,
 };
-use crate::clock::Clock;
+use crate::clock::{Clock, ClockKind};
 use crate::netfault;
 use crate::recipe::zk_lock::ZkLockConfig;
 use crate::recorder::Recorder;
@@ -56,6 +57,8 @@ pub struct ClientPlan {
     pub lifetime: EntryLifetime,
     /// Who renews the session's lease: a background task, or the loop between holds.
     pub keepalive: KeepAliveMode,
+    /// Redlock: which of the client's clocks times the validity time.
+    pub validity_clock: ClockKind,
 }
 
 /// How a hold ended.
@@ -70,6 +73,9 @@ enum HoldEnd {
 
 pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
     madsim::time::sleep_until(plan.start).await;
+    if plan.recipe == Recipe::Redlock {
+        return run_redlock_client(plan, clock, recorder).await;
+    }
     let client =
         Client::connect(plan.addr, plan.servers.clone(), clock.clone()).await.expect("a client binds its own address");
     let mut written = 0u64;
@@ -130,6 +136,50 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
     }
 }
 
+/// The lock workload with Redlock: no session; a holder acts while its validity time runs.
+/// Before each piece of work the client checks that it still holds the lock (by its validity
+/// time) and after the work it writes the work's result: a pause during the work (a GC pause)
+/// makes the write late, the window Kleppmann's example is about.
+async fn run_redlock_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
+    let endpoint = Endpoint::bind(plan.addr).await.expect("a client binds its own address");
+    let redlock = Redlock {
+        endpoint: &endpoint,
+        servers: plan.servers.iter().map(|(id, addr)| (format!("s{id}"), *addr)).collect(),
+        clock: &clock,
+        validity_clock: plan.validity_clock,
+        recorder: &recorder,
+        node: &plan.name,
+    };
+    let (mut acquisitions, mut written) = (0u64, 0u64);
+    loop {
+        acquisitions += 1;
+        let held = redlock.lock(&plan.lock_name, plan.ttl_ms, acquisitions).await;
+        belief(&recorder, &plan, held.token, Phase::Start, None);
+        let gap = plan.hold / plan.writes_per_hold;
+        let mut valid = true;
+        for i in 0..plan.writes_per_hold {
+            if i > 0 {
+                if !redlock.valid(&held) {
+                    valid = false;
+                    break;
+                }
+                clock.sleep(gap).await;
+            }
+            written += 1;
+            let value = format!("{}-{}", plan.name, written);
+            write(&plan, &endpoint, &recorder, held.token, value).await;
+        }
+        if valid {
+            clock.sleep(gap).await;
+            valid = redlock.valid(&held);
+        }
+        let reason = if valid { "unlocked" } else { "validity time over" };
+        belief(&recorder, &plan, held.token, Phase::End, Some(reason));
+        redlock.unlock(&plan.lock_name, &held).await;
+        clock.sleep(plan.think).await;
+    }
+}
+
 /// One acquisition with the scenario's recipe: the holder key and the token.
 async fn acquire(
     plan: &ClientPlan,
@@ -150,6 +200,7 @@ async fn acquire(
             let elected = campaign(client, session, recorder, node, name, node).await;
             elected.map(|leader| (leader.key, leader.rev))
         }
+        Recipe::Redlock => unreachable!("a Redlock client runs run_redlock_client"),
         Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection => {
             let config = zk_config(plan.recipe, plan.bugs, plan.lifetime);
             let zk = zk.expect("a ZooKeeper recipe has a ZooKeeper client");
@@ -193,6 +244,7 @@ async fn release(
             let leader = LeaderKey { name: plan.lock_name.clone(), key: key.to_string(), rev: token, lease };
             resign(client, recorder, &plan.name, &leader, budget).await
         }
+        Recipe::Redlock => unreachable!("a Redlock client runs run_redlock_client"),
         Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection => {
             let zk = zk.expect("a ZooKeeper recipe has a ZooKeeper client");
             unlock_zk(zk, session, recorder, &plan.name, &plan.lock_name, key).await

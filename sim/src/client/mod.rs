@@ -3,6 +3,7 @@
 
 pub mod election;
 mod lock;
+pub mod redlock;
 mod session;
 pub mod zk;
 mod zk_lock;

@@ -40,7 +40,25 @@ pub struct Member {
     pub id: NodeId,
     pub ip: IpAddr,
     /// A server's durable state: a crash loses what it had not synced.
-    pub durable: Option<Arc<Mutex<crate::raft::Durable>>>,
+    pub durable: Option<Arc<dyn Durable>>,
+}
+
+/// What a server keeps outside its process (its disk): told when the process dies, so that what
+/// had not reached the disk is lost.
+pub trait Durable: Send + Sync + std::fmt::Debug {
+    fn crash(&self);
+}
+
+impl Durable for Mutex<crate::raft::Durable> {
+    fn crash(&self) {
+        self.lock().expect("durable state lock poisoned").crash();
+    }
+}
+
+impl Durable for Mutex<crate::redis::Keyspace> {
+    fn crash(&self) {
+        self.lock().expect("keyspace lock poisoned").crash();
+    }
 }
 
 /// Every node of the run, by role.
@@ -197,7 +215,7 @@ impl Nemesis {
                 let member = self.resolve(target);
                 if bump(&mut self.state().crashed, member.id) {
                     if let Some(durable) = &member.durable {
-                        durable.lock().expect("durable state lock poisoned").crash();
+                        durable.crash();
                     }
                     handle.kill(member.id);
                 }

@@ -2,6 +2,7 @@
 //! clients (etcd's KV, Lease and Watch services over madsim RPC; the ZooKeeper view in `zk`).
 
 mod election;
+pub mod redis;
 mod zk;
 
 use std::collections::BTreeMap;

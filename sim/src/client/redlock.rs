@@ -1,0 +1,143 @@
+//! Redlock, as its author specified it (redis.io, "Distributed Locks with Redis"), over N
+//! independent Redis servers ([`crate::server::redis`]):
+//! 1. read the current time;
+//! 2. `SET name value NX PX ttl` on every server in turn, each with a timeout small next to the
+//!    TTL, so that a server that is down costs little;
+//! 3. the lock is held when a majority answered OK and the validity time, the TTL minus the time
+//!    the attempt took minus the clock drift allowance (1% of the TTL plus 2 ms, as the reference
+//!    implementations allow), is still positive; the holder may act until then, by its own clock;
+//! 4. otherwise release it on every server and retry after a random delay.
+//!
+//! Release sends the compare-and-delete script to every server, including those whose answer was
+//! lost. Nothing here orders two grants: Redlock has no fencing token (Kleppmann, "How to do
+//! distributed locking", 2016). The token recorded for a grant is the client's wall-clock time in
+//! ms when its winning attempt began, a timestamp: the order it gives is the true order only while
+//! the clients' clocks agree.
+//!
+//! Every request to a server is recorded as an `api` call (`redis`, `set` / `del`), so the
+//! report shows which servers each attempt won.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use coordsim_checker::history::{Call, Return};
+use madsim::net::Endpoint;
+use madsim::rand::Rng;
+
+use crate::clock::{Clock, ClockKind, LocalTime};
+use crate::netfault;
+use crate::recorder::Recorder;
+use crate::rpc::RedisRequest;
+
+/// How long the client waits for one server's answer. The spec asks for a timeout "small
+/// compared to the total lock auto-release time" (5-50 ms for a 10 s TTL).
+pub const SERVER_TIMEOUT: Duration = Duration::from_millis(50);
+/// Retries wait a random time below this (the reference implementations' retry delay).
+pub const RETRY_DELAY_MAX: Duration = Duration::from_millis(200);
+
+/// A Redlock client: the servers, the client's clock and which reading of it times the validity.
+pub struct Redlock<'a> {
+    pub endpoint: &'a Endpoint,
+    /// (name, address) of every server, in the order the client tries them.
+    pub servers: Vec<(String, SocketAddr)>,
+    pub clock: &'a Clock,
+    pub validity_clock: ClockKind,
+    pub recorder: &'a Recorder,
+    /// The client's name in the history.
+    pub node: &'a str,
+}
+
+/// A lock the client holds.
+#[derive(Clone, Debug)]
+pub struct Held {
+    /// The value the keys hold: the client's name and its acquisition count (unique).
+    pub value: String,
+    /// The recorded token (see the module docs).
+    pub token: i64,
+    /// When the validity time ends, on the client's `validity_clock`.
+    pub valid_until: LocalTime,
+}
+
+impl Redlock<'_> {
+    fn quorum(&self) -> usize {
+        self.servers.len() / 2 + 1
+    }
+
+    /// Acquires `name` with `ttl_ms`, retrying until it holds; `count` numbers the client's
+    /// acquisitions (the keys' value). Records one `lock` call.
+    pub async fn lock(&self, name: &str, ttl_ms: u64, count: u64) -> Held {
+        let op = self.recorder.invoke(self.node, Call::Lock { name: name.to_string(), lease: 0, permits: 1 });
+        let value = format!("{}-{count}", self.node);
+        loop {
+            let start = self.clock.read(self.validity_clock);
+            let token = self.clock.wall_now().0.div_euclid(1_000_000);
+            let mut won = 0;
+            for (server, addr) in &self.servers {
+                let request = RedisRequest::SetNxPx { key: name.to_string(), value: value.clone(), ttl_ms };
+                let detail = format!("{server}: SET {name} {value} NX PX {ttl_ms}");
+                if self.send(server, *addr, "set", detail, request).await == Some(true) {
+                    won += 1;
+                }
+            }
+            let elapsed_ms = start.ms_until(self.clock.read(self.validity_clock));
+            let drift_ms = ttl_ms / 100 + 2;
+            let validity_ms = ttl_ms.saturating_sub(elapsed_ms).saturating_sub(drift_ms);
+            if won >= self.quorum() && validity_ms > 0 {
+                self.recorder.ok(self.node, op, Return::Locked { key: value.clone(), token });
+                return Held { value, token, valid_until: start.plus_ms(validity_ms) };
+            }
+            self.release_everywhere(name, &value).await;
+            let delay_ms = madsim::rand::thread_rng().gen_range(1..RETRY_DELAY_MAX.as_millis() as u64);
+            self.clock.sleep(Duration::from_millis(delay_ms)).await;
+        }
+    }
+
+    /// Whether the validity time of `held` is still running, by the client's clock.
+    pub fn valid(&self, held: &Held) -> bool {
+        self.clock.read(self.validity_clock) < held.valid_until
+    }
+
+    /// Releases `held` on every server. Records one `unlock` call.
+    pub async fn unlock(&self, name: &str, held: &Held) {
+        let op = self.recorder.invoke(self.node, Call::Unlock { name: name.to_string(), key: held.value.clone() });
+        self.release_everywhere(name, &held.value).await;
+        self.recorder.ok(self.node, op, Return::Unlocked);
+    }
+
+    async fn release_everywhere(&self, name: &str, value: &str) {
+        for (server, addr) in &self.servers {
+            let request = RedisRequest::DeleteIfValue { key: name.to_string(), value: value.to_string() };
+            let detail = format!("{server}: DEL {name} if {value}");
+            self.send(server, *addr, "del", detail, request).await;
+        }
+    }
+
+    /// One recorded request to one server: its answer, `None` if none came in time.
+    async fn send(
+        &self,
+        server: &str,
+        addr: SocketAddr,
+        method: &str,
+        detail: String,
+        request: RedisRequest,
+    ) -> Option<bool> {
+        let call = Call::Api { api: "redis".to_string(), method: method.to_string(), detail, writes: Vec::new() };
+        let op = self.recorder.invoke(self.node, call);
+        match netfault::call(self.endpoint, addr, request, SERVER_TIMEOUT).await {
+            Ok(answer) => {
+                let detail = match (method, answer) {
+                    ("set", true) => "OK",
+                    ("set", false) => "nil",
+                    (_, true) => "1",
+                    (_, false) => "0",
+                };
+                self.recorder.ok(self.node, op, Return::Api { detail: format!("{server}: {detail}"), revision: 0 });
+                Some(answer)
+            }
+            Err(error) => {
+                self.recorder.info(self.node, op, format!("{server}: {error}"));
+                None
+            }
+        }
+    }
+}
