@@ -493,8 +493,9 @@ fn run(
     if stopped > 0 {
         // Not a verdict: the scenario asks for more work than a run may do (bad input).
         crate::outln!(
-            "{stopped} of {total} runs STOPPED at {} history entries, the most a run may record; replay with:",
-            coordsim_sim::recorder::MAX_HISTORY_ENTRIES
+            "{stopped} of {total} runs STOPPED at a limit on the work of one run ({} history entries, {} requests served; each run's line says which); replay with:",
+            coordsim_sim::recorder::MAX_HISTORY_ENTRIES,
+            coordsim_sim::recorder::MAX_SERVED_REQUESTS
         );
         for command in &unexpected {
             crate::outln!("  {command}");

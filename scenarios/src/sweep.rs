@@ -26,9 +26,9 @@ pub enum SeedResult {
         message: String,
         replay: String,
     },
-    /// The run reached the most history entries a run may record
-    /// ([`coordsim_sim::recorder::MAX_HISTORY_ENTRIES`]) and was stopped: the scenario asks for
-    /// more work than coordsim runs (bad input, exit 2; nothing is judged).
+    /// The run reached a limit on its work ([`coordsim_sim::recorder::Limits`]: history entries
+    /// recorded, requests served) and was stopped: the scenario asks for more work than coordsim
+    /// runs (bad input, exit 2; nothing is judged).
     Stopped {
         seed: u64,
         message: String,

@@ -158,19 +158,21 @@ fn a_watch_from_now_starts_after_the_current_revision_and_is_judged_from_there()
 #[test]
 fn a_run_stops_at_the_history_entry_limit_and_a_higher_limit_changes_nothing() {
     use coordsim_sim::harness::{ClientCode, simulate_limited};
+    use coordsim_sim::recorder::{Limit, Limits};
     let scenario = load::resolve("split-brain-gc-pause").expect("library scenario").scenario;
-    let run = move |limit: usize| {
+    let run_with = move |limits: Limits| {
         let scenario = scenario.clone();
         std::thread::spawn(move || {
             madsim::runtime::Runtime::with_seed_and_config(4, madsim::Config::default()).block_on(simulate_limited(
                 scenario,
                 ClientCode::Scenario,
-                limit,
+                limits,
             ))
         })
         .join()
         .expect("the run does not panic")
     };
+    let run = |entries: usize| run_with(Limits { entries, ..Limits::DEFAULT });
     let full = run(coordsim_sim::recorder::MAX_HISTORY_ENTRIES).expect("the library scenario stays under the limit");
     assert!(full.entries.len() > 100, "{} entries", full.entries.len());
     let stopped = run(100).expect_err("100 entries are too few for this run");
@@ -185,4 +187,14 @@ fn a_run_stops_at_the_history_entry_limit_and_a_higher_limit_changes_nothing() {
     // One entry more than the run records: the same history, byte for byte.
     let just_enough = run(full.entries.len()).expect("exactly at the limit is allowed");
     assert_eq!(just_enough.to_json(), full.to_json());
+
+    // Requests nobody records (keepalives, watch polls) are bounded too: 20 requests stop the
+    // run before its end, with what stopped it in the message; a limit the run never reaches
+    // changes nothing.
+    let stopped = run_with(Limits { requests: 20, ..Limits::DEFAULT }).expect_err("the run serves more than 20");
+    assert_eq!((stopped.what, stopped.limit), (Limit::ServedRequests, 20));
+    assert!(stopped.time_ns < 15_000_000_000, "stopped at {} ns", stopped.time_ns);
+    assert!(stopped.to_string().contains("made its servers serve 20 requests by"), "{stopped}");
+    let roomy = run_with(Limits { requests: 1_000_000, ..Limits::DEFAULT }).expect("under a million requests");
+    assert_eq!(roomy.to_json(), full.to_json());
 }

@@ -22,7 +22,7 @@ use crate::nemesis::{self, Member, Topology};
 use crate::netfault;
 use crate::observers::{ObserversPlan, run_observers};
 use crate::raft::Durable;
-use crate::recorder::{MAX_HISTORY_ENTRIES, Recorder, Stopped};
+use crate::recorder::{Limits, Recorder, Stopped};
 use crate::redis::{Keyspace, Persistence};
 use crate::resource::{RESOURCE_PORT, ResourceMode, serve_resource};
 use crate::scenario::{ClusterKind, Scenario};
@@ -36,7 +36,7 @@ pub const RESOURCE: &str = "resource";
 pub const OBSERVERS: &str = "observers";
 
 /// Runs `scenario` with `seed`. The scenario must have passed `Scenario::validate`. Errors: the
-/// run recorded [`MAX_HISTORY_ENTRIES`] entries before its end, and was stopped there.
+/// run reached one of its [`Limits`] before its end, and was stopped there.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<History, Stopped> {
     run_with(scenario, seed, &ClientCode::Scenario)
 }
@@ -45,7 +45,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, Stopped> {
 /// [`ClientCode::User`] must have passed `Scenario::validate_for_user_code`. Errors as [`run`].
 pub fn run_with(scenario: &Scenario, seed: u64, code: &ClientCode) -> Result<History, Stopped> {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
-    runtime.block_on(simulate_limited(scenario.clone(), code.clone(), MAX_HISTORY_ENTRIES))
+    runtime.block_on(simulate_limited(scenario.clone(), code.clone(), Limits::DEFAULT))
 }
 
 /// What the client nodes c1..cN run.
@@ -96,24 +96,25 @@ fn resource_addr() -> SocketAddr {
 
 /// The body of one run, inside a madsim runtime (whose seed it records). Public for madsim's
 /// `Runtime::check_determinism`, which runs it twice and compares every random draw. Panics if
-/// the run reaches [`MAX_HISTORY_ENTRIES`] (see [`run`] for the error instead).
+/// the run reaches one of its [`Limits`] (see [`run`] for the error instead).
 pub async fn simulate(scenario: Scenario) -> History {
     simulate_with(scenario, ClientCode::Scenario).await
 }
 
 /// [`simulate`] with the client nodes running `code`.
 pub async fn simulate_with(scenario: Scenario, code: ClientCode) -> History {
-    simulate_limited(scenario, code, MAX_HISTORY_ENTRIES).await.unwrap_or_else(|stopped| panic!("coordsim: {stopped}"))
+    simulate_limited(scenario, code, Limits::DEFAULT).await.unwrap_or_else(|stopped| panic!("coordsim: {stopped}"))
 }
 
-/// [`simulate_with`], stopped (an error) when the history reaches `limit` entries: the end of
-/// the run is then the instant the limit was reached, so a scenario that asks for unbounded
-/// work costs at most `limit` entries of memory and the time to record them.
-pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limit: usize) -> Result<History, Stopped> {
+/// [`simulate_with`], stopped (an error) when the history reaches `limits.entries` entries or
+/// the servers have served `limits.requests` requests: the end of the run is then the instant
+/// the limit was reached, so a scenario that asks for unbounded work costs at most that many
+/// entries of memory and the time to serve that many requests.
+pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limits) -> Result<History, Stopped> {
     let handle = Handle::current();
     let seed = handle.seed();
     let epoch = Instant::now();
-    let (recorder, stopped) = Recorder::with_limit(&scenario.name, seed, epoch, limit);
+    let (recorder, stopped) = Recorder::with_limits(&scenario.name, seed, epoch, limits);
     let plan = nemesis::plan::plan(&scenario, seed);
 
     // Every node's clock is fixed before any node starts: openraft finds them by node name.
@@ -128,7 +129,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limit: usize
     for &id in members.keys().filter(|_| scenario.cluster.kind == ClusterKind::Independent) {
         let name = format!("s{id}");
         let persistence = if scenario.cluster.fsync { Persistence::AofAlways } else { Persistence::RdbDefault };
-        let clock = clock_of(&name);
+        let (clock, rec) = (clock_of(&name), recorder.clone());
         let keyspace = Arc::new(Mutex::new(Keyspace::new(persistence, clock.wall_now().0.div_euclid(1_000_000))));
         let on_disk = keyspace.clone();
         recorder.add_node(&name, NodeRole::Server);
@@ -136,7 +137,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limit: usize
             .create_node()
             .name(name.clone())
             .ip(server_addr(id).ip())
-            .init(move || serve_redis(server_addr(id), keyspace.clone(), clock.clone()))
+            .init(move || serve_redis(server_addr(id), keyspace.clone(), clock.clone(), rec.clone()))
             .build();
         topology.servers.push(Member {
             name,
@@ -313,7 +314,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limit: usize
     let end = std::pin::pin!(madsim::time::sleep_until(epoch + scenario.duration.0));
     futures::future::select(end, stopped).await;
     let history = recorder.finish();
-    let stopped_ns = recorder.stopped_ns();
+    let stopped = recorder.stopped(scenario.duration.0.as_nanos() as u64);
     // Tasks that wait on each other (a watch long-poll holds the server that holds the Notify
     // that holds the poll's waker) form cycles that outlive the runtime and leak every seed's
     // state. Killing the nodes drops their tasks; the executor needs one more tick for that.
@@ -321,9 +322,9 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limit: usize
         handle.kill(node);
     }
     madsim::time::sleep(std::time::Duration::from_millis(1)).await;
-    match stopped_ns {
+    match stopped {
         None => Ok(history),
-        Some(time_ns) => Err(Stopped { limit, time_ns, duration_ns: scenario.duration.0.as_nanos() as u64 }),
+        Some(stopped) => Err(stopped),
     }
 }
 

@@ -14,20 +14,50 @@ use futures::channel::oneshot;
 
 /// Most entries one run may record. The library's runs record under 10^4 (8,365 at most on
 /// seeds 1..3); the limit leaves a hundred times that and bounds a run's memory: an entry and
-/// what the service keeps alongside it cost 1-1.5 KB, so 0.9-1.5 GB at the limit
+/// what the service keeps alongside it cost 0.8-2.9 KB, so 0.8-2.9 GB at the limit
 /// (docs/hostile-input.md, measured on the worst files the validator accepts).
 pub const MAX_HISTORY_ENTRIES: usize = 1_000_000;
 
-/// A run the recorder stopped because its history reached [`MAX_HISTORY_ENTRIES`].
+/// Most client requests the servers of one run may serve (every KV, lease, watch, lock,
+/// ZooKeeper and Redis request a server, or the resource, takes off the network). Work nobody
+/// records, such as thousands of watch long-polls, costs wall time without growing the history:
+/// this bounds it. The library's runs serve under 2 x 10^5 (see docs/hostile-input.md).
+pub const MAX_SERVED_REQUESTS: u64 = 20_000_000;
+
+/// How much one run may do before it is stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// History entries ([`MAX_HISTORY_ENTRIES`]).
+    pub entries: usize,
+    /// Requests served ([`MAX_SERVED_REQUESTS`]).
+    pub requests: u64,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits { entries: MAX_HISTORY_ENTRIES, requests: MAX_SERVED_REQUESTS };
+}
+
+/// Which limit stopped a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    HistoryEntries,
+    ServedRequests,
+}
+
+/// A run stopped because it reached one of its [`Limits`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "the run recorded {limit} history entries by {} true time (of {}), the most a run may record: the scenario asks for more work than coordsim runs; shorten `duration`, or use fewer clients or longer `think`/`interval`",
+    "the run {} by {} true time (of {}), the most a run may {}: the scenario asks for more work than coordsim runs; shorten `duration`, or use fewer clients (or observers) or longer `think`/`interval`",
+    match what { Limit::HistoryEntries => format!("recorded {limit} history entries"), Limit::ServedRequests => format!("made its servers serve {limit} requests") },
     History::fmt_time(*time_ns),
-    History::fmt_time(*duration_ns)
+    History::fmt_time(*duration_ns),
+    match what { Limit::HistoryEntries => "record", Limit::ServedRequests => "serve" }
 )]
 pub struct Stopped {
-    pub limit: usize,
-    /// True time of the entry that would have gone over the limit, in ns.
+    pub what: Limit,
+    /// The limit reached.
+    pub limit: u64,
+    /// True time at which the limit was reached, in ns.
     pub time_ns: u64,
     /// The scenario's duration, in ns.
     pub duration_ns: u64,
@@ -49,23 +79,37 @@ struct Inner {
     roles: BTreeMap<String, (RaftRole, u64)>,
     /// Events recorded with `record_once`.
     seen_once: std::collections::BTreeSet<String>,
-    /// Most entries this run may record.
-    limit: usize,
-    /// When the history reached `limit` (true time, ns); later entries are dropped.
-    stopped_ns: Option<u64>,
+    limits: Limits,
+    /// Requests the servers served so far.
+    served: u64,
+    /// When and why the run reached a limit (true time, ns); later entries are dropped.
+    stopped: Option<(u64, Limit)>,
     /// Tells the harness the run must stop (taken when the limit is reached).
     stop: Option<oneshot::Sender<()>>,
+}
+
+impl Inner {
+    /// The run reached a limit at `time_ns`: the first one reached is the one reported.
+    fn stop(&mut self, time_ns: u64, what: Limit) {
+        if self.stopped.is_none() {
+            self.stopped = Some((time_ns, what));
+            if let Some(stop) = self.stop.take() {
+                // The harness may have ended the run already; then nobody listens.
+                let _ = stop.send(());
+            }
+        }
+    }
 }
 
 impl Recorder {
     /// `epoch` is the simulated instant at which the run starts (true time 0).
     pub fn new(scenario: &str, seed: u64, epoch: Instant) -> Self {
-        Self::with_limit(scenario, seed, epoch, MAX_HISTORY_ENTRIES).0
+        Self::with_limits(scenario, seed, epoch, Limits::DEFAULT).0
     }
 
-    /// A recorder that records at most `limit` entries, and the receiver that hears when it
-    /// reached them (the harness then ends the run).
-    pub fn with_limit(scenario: &str, seed: u64, epoch: Instant, limit: usize) -> (Self, oneshot::Receiver<()>) {
+    /// A recorder for a run bounded by `limits`, and the receiver that hears when the run
+    /// reached one (the harness then ends the run).
+    pub fn with_limits(scenario: &str, seed: u64, epoch: Instant, limits: Limits) -> (Self, oneshot::Receiver<()>) {
         let (stop, stopped) = oneshot::channel();
         let inner = Inner {
             epoch,
@@ -74,16 +118,41 @@ impl Recorder {
             next_watch: 1,
             roles: BTreeMap::new(),
             seen_once: Default::default(),
-            limit,
-            stopped_ns: None,
+            limits,
+            served: 0,
+            stopped: None,
             stop: Some(stop),
         };
         (Recorder { inner: Arc::new(Mutex::new(inner)) }, stopped)
     }
 
-    /// When the history reached its limit (true time, ns), if it did.
-    pub fn stopped_ns(&self) -> Option<u64> {
-        self.lock().stopped_ns
+    /// Why the run must stop, if it reached a limit.
+    pub fn stopped(&self, duration_ns: u64) -> Option<Stopped> {
+        let inner = self.lock();
+        inner.stopped.map(|(time_ns, what)| Stopped {
+            what,
+            limit: match what {
+                Limit::HistoryEntries => inner.limits.entries as u64,
+                Limit::ServedRequests => inner.limits.requests,
+            },
+            time_ns,
+            duration_ns,
+        })
+    }
+
+    /// A server (or the resource) took one client request off the network.
+    pub fn served_request(&self) {
+        let mut inner = self.lock();
+        inner.served += 1;
+        if inner.served > inner.limits.requests {
+            let time_ns = inner.epoch.elapsed().as_nanos() as u64;
+            inner.stop(time_ns, Limit::ServedRequests);
+        }
+    }
+
+    /// Requests served so far.
+    pub fn served_requests(&self) -> u64 {
+        self.lock().served
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -108,15 +177,11 @@ impl Recorder {
         if let Event::Role { role, term } = &event {
             inner.roles.insert(node.to_string(), (*role, *term));
         }
-        if inner.history.entries.len() >= inner.limit {
+        if inner.history.entries.len() >= inner.limits.entries {
+            inner.stop(time_ns, Limit::HistoryEntries);
+        }
+        if inner.stopped.is_some() {
             // The run goes on until the harness wakes up (the same instant); nothing more is kept.
-            if inner.stopped_ns.is_none() {
-                inner.stopped_ns = Some(time_ns);
-                if let Some(stop) = inner.stop.take() {
-                    // The harness may have ended the run already; then nobody listens.
-                    let _ = stop.send(());
-                }
-            }
             return;
         }
         inner.history.entries.push(Entry { time_ns, node: node.to_string(), event });

@@ -92,7 +92,9 @@ pub async fn observe(
     wait: Duration,
 ) -> Result<Option<KeyValue>, String> {
     let request = ElectionRequest::Observe { name: name.into(), seen, wait_ms: wait.as_millis() as u64 };
-    match client.call(ClientRequest::Election(request), wait * 2 + Duration::from_secs(1)).await {
+    // Each attempt waits out the server's long-poll (see `Client::watch_with`).
+    let attempt = wait + super::RPC_TIMEOUT;
+    match client.call_with(ClientRequest::Election(request), attempt, wait * 2 + Duration::from_secs(1)).await {
         Ok(ClientReply::Election(ElectionReply::Leader(kv))) => Ok(kv),
         Ok(other) => Err(format!("{other:?}")),
         Err(error) => Err(error.to_string()),

@@ -24,7 +24,7 @@ pub use session::{ClientDeadline, Session, SessionEnd};
 pub use zk_lock::{lock_zk, unlock_zk, zk_leader};
 
 /// How long one RPC may take before the client tries another server.
-const RPC_TIMEOUT: Duration = Duration::from_millis(500);
+pub(crate) const RPC_TIMEOUT: Duration = Duration::from_millis(500);
 /// Pause before retrying when no server knows a leader (an election is likely under way).
 const RETRY_BACKOFF: Duration = Duration::from_millis(20);
 
@@ -211,8 +211,11 @@ impl Client {
         options: WatchOptions,
     ) -> Result<Result<WatchBatch, StoreError>, Unavailable> {
         let request = ClientRequest::Watch { range, from, wait_ms: wait.as_millis() as u64, options };
-        // The poll itself waits `wait` on the server: give the call room for that plus a retry.
-        match self.call(request, wait + RPC_TIMEOUT * 2).await? {
+        // The poll itself waits `wait` on the server: each attempt has room for that (an
+        // attempt cut at RPC_TIMEOUT gave up on every quiet poll just before its empty answer,
+        // which then sat unread in the endpoint's mailbox, and polled again), the call for
+        // that and a retry.
+        match self.call_with(request, wait + RPC_TIMEOUT, wait + RPC_TIMEOUT * 2).await? {
             ClientReply::Watch(result) => Ok(result),
             other => unreachable!("a watch is answered by a watch batch, got {other:?}"),
         }

@@ -154,6 +154,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         let handler = server.clone();
         endpoint.add_rpc_handler(move |request: ClientRequest| {
             let server = handler.clone();
+            server.recorder.served_request();
             async move { server.handle(request).await }
         });
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use madsim::net::Endpoint;
 
 use crate::clock::Clock;
+use crate::recorder::Recorder;
 use crate::redis::Keyspace;
 use crate::rpc::RedisRequest;
 
@@ -22,11 +23,12 @@ fn wall_ms(clock: &Clock) -> i64 {
 
 /// Serves `addr` until the node dies. `keyspace` lives outside the node, as its disk does: a
 /// crash keeps only what was persisted ([`Keyspace::crash`]).
-pub async fn serve_redis(addr: SocketAddr, keyspace: Arc<Mutex<Keyspace>>, clock: Clock) {
+pub async fn serve_redis(addr: SocketAddr, keyspace: Arc<Mutex<Keyspace>>, clock: Clock, recorder: Recorder) {
     let endpoint = Endpoint::bind(addr).await.expect("a server binds its own address");
     for _ in 0..crate::rpc::RECEIVE_LOOPS {
-        let (keyspace, clock) = (keyspace.clone(), clock.clone());
+        let (keyspace, clock, recorder) = (keyspace.clone(), clock.clone(), recorder.clone());
         endpoint.add_rpc_handler(move |request: RedisRequest| {
+            recorder.served_request();
             let now_ms = wall_ms(&clock);
             let mut keys = keyspace.lock().expect("keyspace lock poisoned");
             let answer = match request {
