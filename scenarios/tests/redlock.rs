@@ -131,6 +131,74 @@ fn the_same_seed_gives_the_same_bytes() {
     assert_eq!(first, second);
 }
 
+/// Every attempt sets a value of its own: a late release of a failed attempt (or of the run
+/// before a restart) cannot delete a later attempt's key.
+#[test]
+fn every_attempt_sets_a_value_of_its_own() {
+    let history = run("redlock-server-clock-jump", &library_text("redlock-server-clock-jump"), 1);
+    let mut values_by_attempt = std::collections::BTreeSet::new();
+    let mut sets = 0;
+    for entry in history.entries.iter().filter(|e| e.node == "c2") {
+        if let Event::Invoke { call: Call::Api { method, detail, .. }, .. } = &entry.event {
+            if method == "set" {
+                sets += 1;
+                // "s3: SET lock:resource c2-<hex> NX PX 5000"
+                values_by_attempt.insert(detail.split_whitespace().nth(3).expect("a value").to_string());
+            }
+        }
+    }
+    assert!(sets >= 10, "c2 retried: {sets} SETs");
+    assert_eq!(values_by_attempt.len() * 5, sets, "one value per attempt of five SETs");
+}
+
+/// Redlock does not need the clients' clocks to agree, and neither do its verdicts: a client
+/// whose clock is 10 s behind changes nothing (the grant numbers come from the recorder).
+#[test]
+fn a_client_clock_offset_changes_no_verdict() {
+    let text = library_text("redlock-clean")
+        .replace(
+            "count = 2
+",
+            "count = 3
+",
+        )
+        .replace(
+            "[resource]",
+            "[[clock]]
+node = \"c2\"
+offset = \"-10s\"
+
+[resource]",
+        )
+        + "
+[expect]
+fairness = \"any\"
+";
+    for seed in 1..=5 {
+        let history = run("redlock-offset", &text, seed);
+        for property in [Property::SingleHolder, Property::MutualExclusion, Property::Fencing] {
+            assert_eq!(verdict(&history, property), Verdict::Pass, "seed {seed}: {property}");
+        }
+    }
+}
+
+/// `[chaos]` on independent servers draws no leader or follower, so a drawn plan pasted as a
+/// fixed timeline (what `--show-plan` prints and `shrink` writes) is a valid scenario.
+#[test]
+fn chaos_plans_on_independent_servers_paste_back_as_valid_timelines() {
+    let base = library_text("redlock-clean");
+    let chaos = format!(
+        "{base}\n[chaos]\nkinds = [\"pause\", \"crash\", \"partition\"]\nstart = \"1s\"\nstop = \"20s\"\ngap = \"500ms..2s\"\nlength = \"200ms..2s\"\n"
+    );
+    let scenario = load::parse("chaos.toml", &chaos).unwrap_or_else(|e| panic!("{e}"));
+    for seed in 1..=20 {
+        let plan = coordsim_sim::nemesis::plan::plan(&scenario, seed);
+        assert!(!plan.is_empty());
+        let pasted = format!("{base}\n{}", coordsim_sim::nemesis::plan::to_toml(&plan));
+        load::parse("pasted.toml", &pasted).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{pasted}"));
+    }
+}
+
 /// The validator's refusals, each naming its field.
 #[test]
 fn what_does_not_apply_to_redlock_is_refused_with_its_field() {
@@ -141,6 +209,7 @@ fn what_does_not_apply_to_redlock_is_refused_with_its_field() {
         (base.replace("mode = \"unfenced\"", "mode = \"fenced\""), "resource.mode"),
         (base.replace("ttl = \"5s\"", "ttl = \"5s\"\nclient_deadline = \"4s\""), "lock.client_deadline"),
         (base.replace("ttl = \"5s\"", "ttl = \"5s\"\npermits = 2"), "lock.permits"),
+        (base.replace("hold = \"3s\"", "hold = \"4700ms\""), "clients.hold"),
         (base.replace("ttl = \"5s\"", "ttl = \"5s\"\nlease = false"), "lock.lease"),
         (base.replace("[resource]", "[bugs]\nttl_reset_on_leader_change = true\n\n[resource]"), "bugs"),
         (

@@ -74,6 +74,8 @@ struct Inner {
     history: History,
     next_op: OpId,
     next_watch: u64,
+    /// Grant numbers given out (`next_grant_number`).
+    grants: i64,
     /// Each server's latest role and term, as its Role events said: the nemesis aims faults at
     /// "the leader" with it.
     roles: BTreeMap<String, (RaftRole, u64)>,
@@ -116,6 +118,7 @@ impl Recorder {
             history: History::new(scenario, seed),
             next_op: 1,
             next_watch: 1,
+            grants: 0,
             roles: BTreeMap::new(),
             seen_once: Default::default(),
             limits,
@@ -206,6 +209,14 @@ impl Recorder {
         };
         self.record(node, Event::Invoke { op, call });
         op
+    }
+
+    /// The next number of a grant of a lock without tokens of its own (Redlock): 1, 2, ... in the
+    /// order its holders learned of their grants, which is the order the checkers need.
+    pub fn next_grant_number(&self) -> i64 {
+        let mut inner = self.lock();
+        inner.grants += 1;
+        inner.grants
     }
 
     /// A new watch stream id, unique within the history.

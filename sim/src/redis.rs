@@ -110,6 +110,13 @@ impl Keyspace {
         self.dirty = 0;
     }
 
+    /// The server (re)started at wall time `now_ms`: Redis counts the dataset it loaded as saved
+    /// then (`lastsave` is set at start).
+    pub fn started(&mut self, now_ms: i64) {
+        self.last_save_ms = now_ms;
+        self.dirty = 0;
+    }
+
     fn written(&mut self) {
         self.dirty += 1;
         if self.persistence == Persistence::AofAlways {

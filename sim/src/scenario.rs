@@ -1041,6 +1041,13 @@ impl Scenario {
             check(!set, field, || "does not apply to redlock (no session, no queue, one holder)".into())?;
         }
         check(!lock.name.is_empty(), "lock.name", || "must be non-empty: it is the Redis key".into())?;
+        let floor_ms = crate::recipe::redlock::validity_floor_ms(lock.ttl.ms(), self.cluster.servers);
+        check(self.clients.hold.0 < Duration::from_millis(floor_ms), "clients.hold", || {
+            format!(
+                "{} must be shorter than the lock's validity time, at least {floor_ms} ms here (ttl {} minus {} servers x 50 ms minus the 1% + 2 ms drift allowance): Redlock has no keepalive, and a holder whose work outlasts its validity writes after its keys expired",
+                self.clients.hold, lock.ttl, self.cluster.servers
+            )
+        })?;
         let unfenced = self.resource.as_ref().is_some_and(|r| r.mode == ResourceMode::Unfenced);
         check(unfenced, "resource.mode", || {
             "Redlock gives no fencing token (Kleppmann, \"How to do distributed locking\", 2016): a redlock scenario's resource is \"unfenced\"".into()

@@ -150,10 +150,9 @@ async fn run_redlock_client(plan: ClientPlan, clock: Clock, recorder: Recorder) 
         recorder: &recorder,
         node: &plan.name,
     };
-    let (mut acquisitions, mut written) = (0u64, 0u64);
+    let mut written = 0u64;
     loop {
-        acquisitions += 1;
-        let held = redlock.lock(&plan.lock_name, plan.ttl_ms, acquisitions).await;
+        let held = redlock.lock(&plan.lock_name, plan.ttl_ms).await;
         belief(&recorder, &plan, held.token, Phase::Start, None);
         let gap = plan.hold / plan.writes_per_hold;
         let mut valid = true;

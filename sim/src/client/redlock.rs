@@ -8,11 +8,15 @@
 //!    implementations allow), is still positive; the holder may act until then, by its own clock;
 //! 4. otherwise release it on every server and retry after a random delay.
 //!
+//! Every attempt sets a value of its own, "unique across all clients and all lock requests" as
+//! the spec asks (the client's name and a random number): a late release of a failed attempt, or
+//! of the run before a client's restart, must not delete the key of a later attempt.
+//!
 //! Release sends the compare-and-delete script to every server, including those whose answer was
 //! lost. Nothing here orders two grants: Redlock has no fencing token (Kleppmann, "How to do
-//! distributed locking", 2016). The token recorded for a grant is the client's wall-clock time in
-//! ms when its winning attempt began, a timestamp: the order it gives is the true order only while
-//! the clients' clocks agree.
+//! distributed locking", 2016). The token recorded for a grant is the recorder's count of Redlock
+//! grants in the order clients learned of them ([`Recorder::next_grant_number`]), a label for the
+//! checkers that no client could compute; the resource is unfenced, so it orders nothing there.
 //!
 //! Every request to a server is recorded as an `api` call (`redis`, `set` / `del`), so the
 //! report shows which servers each attempt won.
@@ -26,12 +30,10 @@ use madsim::rand::Rng;
 
 use crate::clock::{Clock, ClockKind, LocalTime};
 use crate::netfault;
+use crate::recipe::redlock::{SERVER_TIMEOUT, quorum, validity_ms};
 use crate::recorder::Recorder;
 use crate::rpc::RedisRequest;
 
-/// How long the client waits for one server's answer. The spec asks for a timeout "small
-/// compared to the total lock auto-release time" (5-50 ms for a 10 s TTL).
-pub const SERVER_TIMEOUT: Duration = Duration::from_millis(50);
 /// Retries wait a random time below this (the reference implementations' retry delay).
 pub const RETRY_DELAY_MAX: Duration = Duration::from_millis(200);
 
@@ -50,7 +52,7 @@ pub struct Redlock<'a> {
 /// A lock the client holds.
 #[derive(Clone, Debug)]
 pub struct Held {
-    /// The value the keys hold: the client's name and its acquisition count (unique).
+    /// The value the keys hold: the client's name and a random number (unique per attempt).
     pub value: String,
     /// The recorded token (see the module docs).
     pub token: i64,
@@ -59,18 +61,12 @@ pub struct Held {
 }
 
 impl Redlock<'_> {
-    fn quorum(&self) -> usize {
-        self.servers.len() / 2 + 1
-    }
-
-    /// Acquires `name` with `ttl_ms`, retrying until it holds; `count` numbers the client's
-    /// acquisitions (the keys' value). Records one `lock` call.
-    pub async fn lock(&self, name: &str, ttl_ms: u64, count: u64) -> Held {
+    /// Acquires `name` with `ttl_ms`, retrying until it holds. Records one `lock` call.
+    pub async fn lock(&self, name: &str, ttl_ms: u64) -> Held {
         let op = self.recorder.invoke(self.node, Call::Lock { name: name.to_string(), lease: 0, permits: 1 });
-        let value = format!("{}-{count}", self.node);
         loop {
+            let value = format!("{}-{:016x}", self.node, madsim::rand::thread_rng().r#gen::<u64>());
             let start = self.clock.read(self.validity_clock);
-            let token = self.clock.wall_now().0.div_euclid(1_000_000);
             let mut won = 0;
             for (server, addr) in &self.servers {
                 let request = RedisRequest::SetNxPx { key: name.to_string(), value: value.clone(), ttl_ms };
@@ -80,9 +76,9 @@ impl Redlock<'_> {
                 }
             }
             let elapsed_ms = start.ms_until(self.clock.read(self.validity_clock));
-            let drift_ms = ttl_ms / 100 + 2;
-            let validity_ms = ttl_ms.saturating_sub(elapsed_ms).saturating_sub(drift_ms);
-            if won >= self.quorum() && validity_ms > 0 {
+            let validity_ms = validity_ms(ttl_ms, elapsed_ms);
+            if won >= quorum(self.servers.len()) && validity_ms > 0 {
+                let token = self.recorder.next_grant_number();
                 self.recorder.ok(self.node, op, Return::Locked { key: value.clone(), token });
                 return Held { value, token, valid_until: start.plus_ms(validity_ms) };
             }

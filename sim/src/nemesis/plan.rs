@@ -481,7 +481,15 @@ fn chaos_fault(
     // `[chaos] targets` replaces the default victims (drawn the same way, so that plans of
     // scenarios without it stay as they were).
     let chosen: Vec<&str> = chaos.targets.iter().map(String::as_str).collect();
-    let victims = |default: &'static [&'static str]| if chosen.is_empty() { default.to_vec() } else { chosen.clone() };
+    // Independent servers have no leader: a drawn leader or follower is any server (the same
+    // draws, so a raft cluster's plans are unchanged).
+    let independent = scenario.cluster.kind == crate::scenario::ClusterKind::Independent;
+    let victims = |default: &'static [&'static str]| {
+        let list = if chosen.is_empty() { default.to_vec() } else { chosen.clone() };
+        list.into_iter()
+            .map(|v| if independent && matches!(v, "leader" | "follower") { "server" } else { v })
+            .collect::<Vec<_>>()
+    };
     match kind {
         FaultKindSpec::Pause | FaultKindSpec::Crash => {
             spec.target = Some(pick(rng, &victims(&["leader", "follower", "server", "client"])));

@@ -4,6 +4,7 @@
 
 pub mod cas_lock;
 pub mod mutex;
+pub mod redlock;
 pub mod semaphore;
 pub mod zk_lock;
 

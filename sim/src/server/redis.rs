@@ -24,6 +24,7 @@ fn wall_ms(clock: &Clock) -> i64 {
 /// Serves `addr` until the node dies. `keyspace` lives outside the node, as its disk does: a
 /// crash keeps only what was persisted ([`Keyspace::crash`]).
 pub async fn serve_redis(addr: SocketAddr, keyspace: Arc<Mutex<Keyspace>>, clock: Clock, recorder: Recorder) {
+    keyspace.lock().expect("keyspace lock poisoned").started(wall_ms(&clock));
     let endpoint = Endpoint::bind(addr).await.expect("a server binds its own address");
     for _ in 0..crate::rpc::RECEIVE_LOOPS {
         let (keyspace, clock, recorder) = (keyspace.clone(), clock.clone(), recorder.clone());
