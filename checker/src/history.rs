@@ -28,6 +28,8 @@
 //! - watch streams, recorded by the watching client: [`Event::WatchStart`],
 //!   [`Event::WatchEvents`], [`Event::WatchProgress`], [`Event::WatchEnd`];
 //! - lock queue wakeups, recorded by a waiting client: [`Event::Wakeup`];
+//! - a ZooKeeper client's connection states (Curator's names), recorded by the client:
+//!   [`Event::Connection`];
 //! - lease checkpoints, recorded by the leader: [`Event::LeaseCheckpoint`]; the moment a new
 //!   leader's lessor takes over: [`Event::LessorPromoted`];
 //! - user code under the Testbed: calls of the etcd and ZooKeeper APIs that no model judges as
@@ -219,6 +221,22 @@ pub enum Event {
     /// Recorded by the waiting client.
     /// `{"type":"wakeup","lock":"/locks/r","waiter":"/locks/r/694d7c1e2f3a"}`
     Wakeup { lock: String, waiter: String },
+    /// A ZooKeeper client's connection changed state, in Curator's names (`ConnectionState`):
+    /// `connected` when its session is created, `suspended` when the connection is lost
+    /// (ZooKeeper's `Disconnected`: the server dropped it, or nothing was heard for the read
+    /// timeout), `reconnected` when a server took the session again, `lost` when the ensemble said
+    /// the session expired on reconnection, or when Curator's simulated expiry ended it on the
+    /// client (a session timeout after `suspended`). `server` is the server the client is
+    /// connected to (or was, for `suspended`); `reason` says why, where there is one. Recorded by
+    /// the client.
+    /// `{"type":"connection","state":"suspended","server":"s3","reason":"s3: not serving"}`
+    Connection {
+        state: ConnectionState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// An event of the user's code under test, recorded through the Testbed (`Ctx::record`):
     /// `name` says what happened, `attrs` the details, for checkers of the user's own.
     /// `{"type":"user","name":"own","attrs":{"partition":"3"}}`
@@ -265,6 +283,29 @@ pub enum WatchEndReason {
     /// The stream broke (its server went away, the connection was lost); the client may start a
     /// new stream.
     Broken,
+}
+
+/// A ZooKeeper client's connection state, as Apache Curator names them
+/// (`org.apache.curator.framework.state.ConnectionState`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionState {
+    Connected,
+    Suspended,
+    Reconnected,
+    Lost,
+}
+
+impl ConnectionState {
+    /// Curator's upper-case name, as its logs and docs write it.
+    pub fn curator_name(self) -> &'static str {
+        match self {
+            ConnectionState::Connected => "CONNECTED",
+            ConnectionState::Suspended => "SUSPENDED",
+            ConnectionState::Reconnected => "RECONNECTED",
+            ConnectionState::Lost => "LOST",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

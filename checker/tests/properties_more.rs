@@ -5,8 +5,8 @@
 //! documentation.
 
 use coordsim_checker::history::{
-    Call, ChangeKind, Entry, Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, Return, WatchEndReason,
-    WatchedChange,
+    Call, ChangeKind, ConnectionState, Entry, Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, Return,
+    WatchEndReason, WatchedChange,
 };
 use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::{PropertyReport, Verdict};
@@ -963,6 +963,18 @@ fn new_events_have_the_documented_json_shapes() {
         (
             Event::Wakeup { lock: "/locks/r".into(), waiter: "/locks/r/694d7c1e2f3a".into() },
             r#"{"type":"wakeup","lock":"/locks/r","waiter":"/locks/r/694d7c1e2f3a"}"#,
+        ),
+        (
+            Event::Connection {
+                state: ConnectionState::Suspended,
+                server: Some("s3".into()),
+                reason: Some("s3: not serving".into()),
+            },
+            r#"{"type":"connection","state":"suspended","server":"s3","reason":"s3: not serving"}"#,
+        ),
+        (
+            Event::Connection { state: ConnectionState::Lost, server: None, reason: None },
+            r#"{"type":"connection","state":"lost"}"#,
         ),
     ];
     for (event, json) in shapes {

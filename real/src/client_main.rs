@@ -41,7 +41,7 @@ pub fn main(config_path: &Path) -> Result<(), String> {
                 }
             }
             System::Zookeeper => {
-                let mut backend = ZkBackend::new(&config);
+                let mut backend = ZkBackend::new(&config, journal.clone());
                 tokio::select! {
                     () = workload::run(&config, &mut backend, &journal) => {}
                     () = stop => {}

@@ -98,6 +98,12 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
             "a client deadline is a lease-session setting: etcd recipes only",
         ));
     }
+    if lock.connection_state_error_policy.is_some() {
+        return Err(unsupported(
+            "lock.connection_state_error_policy",
+            "Curator's connection-state policies run only in the simulator so far (the real client is the zookeeper-client crate, whose hold ends when its session does)",
+        ));
+    }
     // Simulator-only so far: the real clients always attach their entry to the session and keep
     // it alive from a task of their own.
     if !lock.lease || !lock.ephemeral {

@@ -251,6 +251,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
                     lifetime: lock.entry_lifetime(),
                     keepalive: lock.keepalive,
                     validity_clock: lock.client_deadline_clock.unwrap_or_default(),
+                    connection_policy: lock.connection_state_error_policy,
                 };
                 builder.init(move || run_client(plan.clone(), clock.clone(), rec.clone())).build()
             }

@@ -130,6 +130,16 @@ pub enum ZkRequest {
     },
     /// Server to leader, for `Sync`: confirm leadership (read index) and answer the applied zxid.
     ReadIndex,
+    /// Create a session of `ttl_ms` (a lease): answered as a lease grant write.
+    CreateSession {
+        ttl_ms: u64,
+    },
+    /// A ping of the session, or (`validate`) its validation on a new connection: answered
+    /// `KeptAlive`, or `LeaseNotFound` once the session has expired.
+    Ping {
+        session: LeaseId,
+        validate: bool,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -363,6 +363,26 @@ pub struct LockSpec {
     /// longer than the TTL lets the lease expire under the holder (self-eviction).
     #[serde(default, skip_serializing_if = "KeepAliveMode::is_background")]
     pub keepalive: KeepAliveMode,
+    /// ZooKeeper recipes: which connection states end a hold, as Apache Curator's
+    /// `ConnectionStateErrorPolicy` says. `standard` (Curator's default,
+    /// `StandardConnectionStateErrorPolicy`): SUSPENDED (the connection lost) and LOST;
+    /// `session` (`SessionConnectionStateErrorPolicy`): LOST only, so a holder keeps acting while
+    /// it reconnects. Either way Curator declares LOST on the client once SUSPENDED has lasted a
+    /// session timeout (`simulatedSessionExpirationPercent` 100). Unset: a plain ZooKeeper
+    /// client's recipe, whose hold ends only when the ensemble says the session expired
+    /// (`sim/src/client/zk_session.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_state_error_policy: Option<ConnectionStateErrorPolicy>,
+}
+
+/// Apache Curator's `ConnectionStateErrorPolicy` (`[lock] connection_state_error_policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnectionStateErrorPolicy {
+    /// SUSPENDED and LOST end a hold (`StandardConnectionStateErrorPolicy`, the default).
+    Standard,
+    /// Only LOST ends a hold (`SessionConnectionStateErrorPolicy`).
+    Session,
 }
 
 fn one_permit() -> u32 {
@@ -1020,6 +1040,14 @@ impl Scenario {
         self.validate_entry_lifetime(lock)?;
         check(lock.keepalive == KeepAliveMode::Background || !lock.recipe.is_zookeeper(), "lock.keepalive", || {
             "\"between-holds\" is for etcd recipes: a ZooKeeper client library pings its session from a thread of its own".into()
+        })?;
+        check(
+            lock.connection_state_error_policy.is_none() || lock.recipe.is_zookeeper(),
+            "lock.connection_state_error_policy",
+            || "applies only to the ZooKeeper recipes (Curator's connection states)".into(),
+        )?;
+        check(lock.client_deadline.is_none() || !lock.recipe.is_zookeeper(), "lock.client_deadline", || {
+            "does not apply to the ZooKeeper recipes: a ZooKeeper client gives its connection up after 2/3 of the session timeout unheard and learns an expiry from the ensemble; for a client-side end use connection_state_error_policy (Curator)".into()
         })
     }
 

@@ -59,6 +59,8 @@ pub struct ClientPlan {
     pub keepalive: KeepAliveMode,
     /// Redlock: which of the client's clocks times the validity time.
     pub validity_clock: ClockKind,
+    /// ZooKeeper recipes: Curator's connection-state error policy (`None`: a plain client).
+    pub connection_policy: Option<crate::scenario::ConnectionStateErrorPolicy>,
 }
 
 /// How a hold ended.
@@ -80,23 +82,10 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
         Client::connect(plan.addr, plan.servers.clone(), clock.clone()).await.expect("a client binds its own address");
     let mut written = 0u64;
     loop {
-        let Some(session) = Session::open(
-            &client,
-            &recorder,
-            &plan.name,
-            plan.ttl_ms,
-            plan.deadline,
-            plan.bugs.ignore_keepalive_failure,
-            plan.keepalive,
-        )
-        .await
-        else {
+        let Some((session, zk)) = open_session(&plan, &client, &recorder).await else {
             clock.sleep(SESSION_RETRY).await;
             continue;
         };
-        // A ZooKeeper client connects to one server per session (only made for the ZooKeeper
-        // recipes: it draws its server from the run's RNG).
-        let zk = plan.recipe.is_zookeeper().then(|| ZkClient::new(&client, session.lease));
         while session.ended().is_none() {
             let acquired = acquire(&plan, &client, zk.as_ref(), &session, &recorder).await;
             let Ok((key, token)) = acquired else {
@@ -124,8 +113,13 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
                     release(&plan, &client, zk.as_ref(), &recorder, &session, (&key, token)).await;
                 }
                 HoldEnd::SessionEnded => {
-                    let reason = session.ended().map(|end| end.to_string());
+                    let reason = session.hold_lost();
                     belief(&recorder, &plan, token, Phase::End, reason.as_deref());
+                    // Curator's standard policy at SUSPENDED: the session lives on, so the
+                    // client deletes its node (once reconnected) before it queues again.
+                    if session.ended().is_none() {
+                        release(&plan, &client, zk.as_ref(), &recorder, &session, (&key, token)).await;
+                    }
                 }
             }
             session.hold_ended();
@@ -134,6 +128,26 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
         drop(session);
         clock.sleep(SESSION_RETRY).await;
     }
+}
+
+/// Opens the client's session: for the ZooKeeper recipes a ZooKeeper session, with the client
+/// connected to one server (drawn from the run's RNG) that the recipe's requests use too.
+async fn open_session(plan: &ClientPlan, client: &Client, recorder: &Recorder) -> Option<(Session, Option<ZkClient>)> {
+    if plan.recipe.is_zookeeper() {
+        let opened = Session::open_zookeeper(client, recorder, &plan.name, plan.ttl_ms, plan.connection_policy).await;
+        return opened.map(|(session, zk)| (session, Some(zk)));
+    }
+    let session = Session::open(
+        client,
+        recorder,
+        &plan.name,
+        plan.ttl_ms,
+        plan.deadline,
+        plan.bugs.ignore_keepalive_failure,
+        plan.keepalive,
+    )
+    .await?;
+    Some((session, None))
 }
 
 /// The lock workload with Redlock: no session; a holder acts while its validity time runs.
@@ -267,7 +281,7 @@ async fn hold(
         }
         // The client acts on its belief: it checks its session, as an application would, but
         // cannot know of an expiry the keepalive loop has not yet seen.
-        if session.ended().is_some() {
+        if session.hold_lost().is_some() {
             return HoldEnd::SessionEnded;
         }
         *written += 1;
@@ -283,9 +297,9 @@ async fn hold(
 /// its session's end would. False if the session ended first.
 async fn work_or_session_end(client: &Client, session: &Session, duration: Duration) -> bool {
     let work = std::pin::pin!(client.clock().sleep(duration));
-    let end = std::pin::pin!(session.wait_end());
+    let end = std::pin::pin!(session.wait_hold_lost());
     match futures::future::select(work, end).await {
-        futures::future::Either::Left(((), _)) => session.ended().is_none(),
+        futures::future::Either::Left(((), _)) => session.hold_lost().is_none(),
         futures::future::Either::Right(_) => false,
     }
 }

@@ -6,9 +6,10 @@
 //! queue lock's `exists(predecessor)` arms a data watch, the herd lock's listing a child watch,
 //! and the recipe's `Wait` step then awaits the watcher armed by the step before it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use coordsim_checker::history::{Call, Event, Return};
+use coordsim_checker::history::{Call, ConnectionState, Event, Return};
 use coordsim_sim::recipe::zk_lock::{ZkLock, ZkLockConfig, ZkLockInput, ZkLockStep};
 use coordsim_sim::scenario::Recipe;
 use coordsim_sim::zk::{Stat, WatchKind};
@@ -27,6 +28,8 @@ pub struct ZkBackend {
     client: Option<zk::Client>,
     session_id: i64,
     state_task: Option<tokio::task::JoinHandle<()>>,
+    /// The session's connection states are recorded from a task of their own.
+    journal: Arc<Journal>,
 }
 
 struct ZkConfig {
@@ -35,14 +38,20 @@ struct ZkConfig {
 }
 
 impl ZkBackend {
-    pub fn new(config: &ClientConfig) -> ZkBackend {
+    pub fn new(config: &ClientConfig, journal: Arc<Journal>) -> ZkBackend {
         let base = match config.recipe {
             Recipe::ZkHerdLock => ZkLockConfig::HERD,
             Recipe::ZkElection => ZkLockConfig::ELECTION,
             _ => ZkLockConfig::QUEUE,
         };
         let recipe = ZkLockConfig { unique_tag: config.unique_tag, recheck_vanished: config.recheck_vanished, ..base };
-        ZkBackend { config: ZkConfig { client: config.clone(), recipe }, client: None, session_id: 0, state_task: None }
+        ZkBackend {
+            config: ZkConfig { client: config.clone(), recipe },
+            client: None,
+            session_id: 0,
+            state_task: None,
+            journal,
+        }
     }
 
     fn client(&self) -> &zk::Client {
@@ -85,9 +94,24 @@ impl LockBackend for ZkBackend {
         let session = SessionWatch::default();
         let mut states = client.state_watcher();
         let watch = session.clone();
+        let journal = self.journal.clone();
+        journal.record(&node, Event::Connection { state: ConnectionState::Connected, server: None, reason: None });
         self.state_task = Some(tokio::spawn(async move {
             loop {
                 let state = states.changed().await;
+                // The crate's states in Curator's names, as the simulator records them.
+                let named = match state {
+                    zk::SessionState::Disconnected => Some(ConnectionState::Suspended),
+                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                        Some(ConnectionState::Reconnected)
+                    }
+                    _ if state.is_terminated() => Some(ConnectionState::Lost),
+                    _ => None,
+                };
+                if let Some(named) = named {
+                    let reason = format!("zookeeper-client: {state:?}");
+                    journal.record(&node, Event::Connection { state: named, server: None, reason: Some(reason) });
+                }
                 if state.is_terminated() {
                     watch.end(format!("session {state:?}").to_lowercase());
                     return;

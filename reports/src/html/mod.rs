@@ -144,7 +144,7 @@ fn legend(out: &mut String, axis: Axis) {
     out.push_str(
         "<p class=\"legend\">\
 <span class=\"sw r-leader\"></span>leader <span class=\"sw r-follower\"></span>follower <span class=\"sw r-candidate\"></span>candidate · \
-<span class=\"sw lease\"></span>lease alive (as the cluster sees it) <span class=\"sw belief\"></span>client believes it holds the lock · \
+<span class=\"sw lease\"></span>lease alive (as the cluster sees it) <span class=\"sw suspended\"></span>connection SUSPENDED (ZooKeeper) <span class=\"sw belief\"></span>client believes it holds the lock · \
 <span class=\"sw opok\"></span>operation ok <span class=\"sw opfail\"></span>failed <span class=\"sw opinfo\"></span>unknown outcome · \
 ◆ grant · ● write accepted · <b class=\"stale\">●</b> stale write accepted · <b class=\"rej\">✕</b> write rejected / lease expired · \
 <span class=\"sw fault\"></span>fault · <span class=\"sw violation\"></span>violation <span class=\"sw observation\"></span>dual ownership\

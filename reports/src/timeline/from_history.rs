@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use coordsim_checker::history::{Call, Entry, Event, History, NodeRole, OpId, Phase, Return};
+use coordsim_checker::history::{Call, ConnectionState, Entry, Event, History, NodeRole, OpId, Phase, Return};
 use coordsim_checker::verdict::Verdict;
 
 use super::{
@@ -242,6 +242,8 @@ struct Builder {
     roles: BTreeMap<String, (u64, String, u64, usize)>,
     leases: BTreeMap<i64, OpenLease>,
     beliefs: BTreeMap<(String, String, i64), (u64, usize)>,
+    /// ZooKeeper clients whose connection is SUSPENDED: since when, and the record.
+    suspended: BTreeMap<String, (u64, usize)>,
     faults: BTreeMap<u64, (u64, usize, FaultRecord)>,
     /// Each node's wall clock (the clock a node shows as its time).
     clocks: BTreeMap<String, Vec<ClockSegment>>,
@@ -262,6 +264,7 @@ impl Builder {
             roles: BTreeMap::new(),
             leases: BTreeMap::new(),
             beliefs: BTreeMap::new(),
+            suspended: BTreeMap::new(),
             faults: BTreeMap::new(),
             clocks: BTreeMap::new(),
             monotonic: BTreeMap::new(),
@@ -376,6 +379,7 @@ impl Builder {
             }
             Event::Role { role, term } => self.role(index, t, node, &serde_name(role), *term),
             Event::LeaseExpiry { lease } => self.lease_expiry(index, t, node, *lease),
+            Event::Connection { state, .. } => self.connection(index, t, node, *state),
             #[allow(unreachable_patterns)]
             _ => self.unknown(index, entry),
         }
@@ -441,6 +445,27 @@ impl Builder {
         self.end_lease(lease, index, t, "lease expired");
         if let Some(client) = client {
             self.push_mark(&client, ROW_LEASE, Mark::new(t, Shape::Cross, "expiry", "expired").refs(vec![index]));
+        }
+    }
+
+    /// A ZooKeeper client's connection: SUSPENDED periods as spans on its lease row (over the
+    /// lease, which the ensemble may still keep), LOST as the session's end.
+    fn connection(&mut self, index: usize, t: u64, node: &str, state: ConnectionState) {
+        match state {
+            ConnectionState::Connected => {}
+            ConnectionState::Suspended => {
+                self.suspended.insert(node.to_string(), (t, index));
+            }
+            ConnectionState::Reconnected | ConnectionState::Lost => {
+                if let Some((start, first)) = self.suspended.remove(node) {
+                    let span = Span::new(start, t, "suspended", "SUSPENDED").refs(vec![first, index]);
+                    self.push_span(node, ROW_LEASE, Packing::Single, span);
+                }
+                if state == ConnectionState::Lost {
+                    let mark = Mark::new(t, Shape::Cross, "expiry", "session LOST").refs(vec![index]);
+                    self.push_mark(node, ROW_LEASE, mark);
+                }
+            }
         }
     }
 
@@ -576,6 +601,12 @@ impl Builder {
             let mut span = Span::new(open.start, end, "lease", format!("lease {lease}")).refs(vec![open.grant]);
             span.open = true;
             self.push_span(&open.client, ROW_LEASE, Packing::Single, span);
+        }
+        let suspended = std::mem::take(&mut self.suspended);
+        for (node, (start, index)) in suspended {
+            let mut span = Span::new(start, end, "suspended", "SUSPENDED").refs(vec![index]);
+            span.open = true;
+            self.push_span(&node, ROW_LEASE, Packing::Single, span);
         }
         let beliefs = std::mem::take(&mut self.beliefs);
         for ((node, _lock, token), (start, index)) in beliefs {

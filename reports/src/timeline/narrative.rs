@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use coordsim_checker::history::{Call, Event, History, OpId, Phase, Return};
+use coordsim_checker::history::{Call, ConnectionState, Event, History, OpId, Phase, Return};
 use coordsim_checker::verdict::Verdict;
 
 use super::from_history::serde_name;
@@ -154,6 +154,20 @@ impl<'h> Story<'h> {
                     None => format!("{node} expired lease {lease}"),
                 };
                 self.say(Rank::Key, LineTone::Fault, t, vec![index], text);
+            }
+            Event::Connection { state, server, reason } => {
+                let at = server.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
+                let why = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+                let tone = match state {
+                    ConnectionState::Suspended | ConnectionState::Lost => LineTone::Fault,
+                    _ => LineTone::Plain,
+                };
+                let rank = match state {
+                    ConnectionState::Connected => Rank::Detail,
+                    _ => Rank::Key,
+                };
+                let text = format!("{node}: connection {}{at}{why}", state.curator_name());
+                self.say(rank, tone, t, vec![index], text);
             }
             Event::User { name, attrs } => {
                 let details: Vec<String> = attrs.iter().map(|(k, v)| format!("{k} {v}")).collect();

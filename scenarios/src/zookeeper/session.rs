@@ -25,7 +25,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use coordsim_checker::history::{Call, Return};
+use coordsim_checker::history::{Call, ConnectionState, Event, Return};
 use coordsim_sim::clock::LocalTime;
 use coordsim_sim::harness::ClientEnv;
 use coordsim_sim::rpc::ClientReply;
@@ -178,7 +178,7 @@ pub(crate) async fn keep_session(
                     futures::future::Either::Right(_)
                         if env.clock.now() >= shared.last_heard().plus(timers.connection) =>
                     {
-                        shared.set(SessionState::Disconnected);
+                        set(&shared, &env, SessionState::Disconnected);
                         // The ping in flight still ends (answered late, or at its budget), so
                         // its record in the history is complete.
                         break pinged.await;
@@ -187,7 +187,7 @@ pub(crate) async fn keep_session(
                 }
             };
             if let Some(ended) = ended {
-                shared.set(ended);
+                set(&shared, &env, ended);
                 return;
             }
         }
@@ -199,17 +199,17 @@ pub(crate) async fn keep_session(
         loop {
             let started = env.clock.now();
             if started >= deadline {
-                shared.set(SessionState::Expired);
+                set(&shared, &env, SessionState::Expired);
                 return;
             }
             let budget = timers.connection.min(started.until(deadline));
             match ping(&client, &env, lease, &shared, budget).await {
                 Some(ended) => {
-                    shared.set(ended);
+                    set(&shared, &env, ended);
                     return;
                 }
                 None if env.clock.now() < shared.last_heard().plus(timers.connection) => {
-                    shared.set(SessionState::SyncConnected);
+                    set(&shared, &env, SessionState::SyncConnected);
                     break;
                 }
                 None => env.clock.sleep_until(started.plus(budget)).await,
@@ -219,6 +219,25 @@ pub(crate) async fn keep_session(
             }
         }
     }
+}
+
+/// Moves the session to `state` and records the change in Curator's names, as the built-in
+/// recipes' sessions do (`Event::Connection`): Disconnected is SUSPENDED, connected again is
+/// RECONNECTED, Expired is LOST.
+fn set(shared: &Shared, env: &ClientEnv, state: SessionState) {
+    let before = shared.state();
+    shared.set(state);
+    if shared.state() == before {
+        return;
+    }
+    let named = match state {
+        SessionState::Disconnected => ConnectionState::Suspended,
+        SessionState::SyncConnected | SessionState::ConnectedReadOnly => ConnectionState::Reconnected,
+        SessionState::Expired => ConnectionState::Lost,
+        SessionState::AuthFailed | SessionState::Closed => return,
+    };
+    let reason = Some(format!("zookeeper-client: {state:?}"));
+    env.recorder.record(&env.name, Event::Connection { state: named, server: None, reason });
 }
 
 /// One ping (recorded as a keepalive of the session's lease), waiting at most `budget`. Returns

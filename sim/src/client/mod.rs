@@ -7,6 +7,7 @@ pub mod redlock;
 mod session;
 pub mod zk;
 mod zk_lock;
+pub mod zk_session;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -39,6 +39,9 @@ pub enum SessionEnd {
     /// No keepalive was acknowledged within the client's deadline (by default the TTL), by the
     /// client's clock.
     KeepAliveTimeout,
+    /// ZooKeeper with Curator: the connection stayed SUSPENDED for a whole session timeout, and
+    /// Curator's simulated expiry declared the session LOST on the client.
+    SimulatedExpiry,
 }
 
 impl std::fmt::Display for SessionEnd {
@@ -46,14 +49,21 @@ impl std::fmt::Display for SessionEnd {
         f.write_str(match self {
             SessionEnd::LeaseGone => "session expired: the cluster no longer has the lease",
             SessionEnd::KeepAliveTimeout => "session expired: no keepalive acknowledged within the TTL",
+            SessionEnd::SimulatedExpiry => {
+                "session LOST: SUSPENDED for a whole session timeout (Curator's simulated expiry)"
+            }
         })
     }
 }
 
 #[derive(Default)]
-struct State {
-    end: Mutex<Option<SessionEnd>>,
-    ended: Notify,
+pub(super) struct State {
+    pub(super) end: Mutex<Option<SessionEnd>>,
+    /// Notified when the session ends, and (ZooKeeper) at each connection state change.
+    pub(super) ended: Notify,
+    /// ZooKeeper: the connection is SUSPENDED now, and how many times it has been.
+    pub(super) suspended: Mutex<bool>,
+    pub(super) suspensions: Mutex<u64>,
     /// Between holds only: the client is in its critical section and sends no keepalive.
     holding: Mutex<bool>,
     released: Notify,
@@ -81,9 +91,13 @@ impl State {
 pub struct Session {
     pub lease: LeaseId,
     pub ttl_ms: u64,
-    keepalive_mode: KeepAliveMode,
-    state: Arc<State>,
-    keepalive: madsim::task::JoinHandle<()>,
+    pub(super) keepalive_mode: KeepAliveMode,
+    pub(super) state: Arc<State>,
+    pub(super) keepalive: madsim::task::JoinHandle<()>,
+    /// ZooKeeper with Curator's standard policy: SUSPENDED ends a hold, not only LOST.
+    pub(super) give_up_at_suspended: bool,
+    /// The suspension count when the current hold started.
+    pub(super) hold_mark: Mutex<u64>,
 }
 
 impl Session {
@@ -135,12 +149,22 @@ impl Session {
         };
         let keepalive_mode = keepalive;
         let keepalive = madsim::task::spawn(keeper.run(state.clone()));
-        Some(Session { lease, ttl_ms, keepalive_mode, state, keepalive })
+        Some(Session {
+            lease,
+            ttl_ms,
+            keepalive_mode,
+            state,
+            keepalive,
+            give_up_at_suspended: false,
+            hold_mark: Mutex::new(0),
+        })
     }
 
     /// The client enters its critical section: between holds only, keepalives stop until
     /// [`Session::hold_ended`].
     pub fn hold_started(&self) {
+        *self.hold_mark.lock().expect("session lock poisoned") =
+            *self.state.suspensions.lock().expect("session lock poisoned");
         if self.keepalive_mode == KeepAliveMode::BetweenHolds {
             *self.state.holding.lock().expect("session lock poisoned") = true;
         }
@@ -165,6 +189,32 @@ impl Session {
             notified.as_mut().enable();
             if let Some(end) = self.ended() {
                 return end;
+            }
+            notified.await;
+        }
+    }
+
+    /// Why the current hold must end, if it must: the session ended, or (ZooKeeper under
+    /// Curator's standard error policy) the connection has been SUSPENDED since the hold began.
+    pub fn hold_lost(&self) -> Option<String> {
+        if let Some(end) = self.ended() {
+            return Some(end.to_string());
+        }
+        let suspended = *self.state.suspended.lock().expect("session lock poisoned");
+        let mark = *self.hold_mark.lock().expect("session lock poisoned");
+        let since = *self.state.suspensions.lock().expect("session lock poisoned") != mark;
+        (self.give_up_at_suspended && (suspended || since))
+            .then(|| "connection SUSPENDED: Curator's standard error policy gives the lock up".to_string())
+    }
+
+    /// Waits until the current hold must end (see [`Session::hold_lost`]).
+    pub async fn wait_hold_lost(&self) -> String {
+        loop {
+            let notified = self.state.ended.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(reason) = self.hold_lost() {
+                return reason;
             }
             notified.await;
         }

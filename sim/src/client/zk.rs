@@ -40,6 +40,60 @@ pub struct ZkClient {
     connected: Arc<Mutex<usize>>,
     /// The newest zxid seen.
     seen: Arc<Mutex<Revision>>,
+    /// What the connection's state machine (`super::session`, ZooKeeper recipes) reads: when a
+    /// server last answered, and each connection given up.
+    link: Arc<Link>,
+}
+
+/// When the connected server last answered (local monotonic time), and a count of connections
+/// given up (a refused or unanswered request moves the client to the next server, as a dropped
+/// connection does).
+#[derive(Debug, Default)]
+pub struct Link {
+    last_heard: Mutex<Option<crate::clock::LocalTime>>,
+    drops: Mutex<u64>,
+    dropped: tokio::sync::Notify,
+    /// Why the last connection was given up.
+    last_drop: Mutex<String>,
+}
+
+impl Link {
+    pub fn last_heard(&self) -> Option<crate::clock::LocalTime> {
+        *self.last_heard.lock().expect("zk link lock poisoned")
+    }
+
+    pub fn drops(&self) -> u64 {
+        *self.drops.lock().expect("zk link lock poisoned")
+    }
+
+    /// Waits until the drop count is past `seen`.
+    pub async fn dropped_since(&self, seen: u64) {
+        loop {
+            let notified = self.dropped.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.drops() > seen {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn heard(&self, at: crate::clock::LocalTime) {
+        let mut last = self.last_heard.lock().expect("zk link lock poisoned");
+        *last = Some(last.map_or(at, |last| last.max(at)));
+    }
+
+    /// Why the last connection was given up.
+    pub fn last_drop(&self) -> String {
+        self.last_drop.lock().expect("zk link lock poisoned").clone()
+    }
+
+    fn drop_connection(&self, reason: String) {
+        *self.last_drop.lock().expect("zk link lock poisoned") = reason;
+        *self.drops.lock().expect("zk link lock poisoned") += 1;
+        self.dropped.notify_waiters();
+    }
 }
 
 impl ZkClient {
@@ -52,6 +106,7 @@ impl ZkClient {
             session,
             connected: Arc::new(Mutex::new(first)),
             seen: Arc::new(Mutex::new(0)),
+            link: Arc::default(),
         }
     }
 
@@ -63,11 +118,52 @@ impl ZkClient {
             session,
             connected: Arc::new(Mutex::new(index % client.servers.len())),
             seen: Arc::new(Mutex::new(0)),
+            link: Arc::default(),
         }
     }
 
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The connection's receipts and drops.
+    pub fn link(&self) -> &Link {
+        &self.link
+    }
+
+    /// The name of the server the client is connected to (`s2`).
+    pub fn connected_server(&self) -> String {
+        let index = *self.connected.lock().expect("zk client lock poisoned");
+        format!("s{}", self.client.servers[index].0)
+    }
+
+    /// Gives the connection up (nothing heard for the read timeout): the next request goes to
+    /// the next server.
+    pub fn give_up_connection(&self) {
+        let mut connected = self.connected.lock().expect("zk client lock poisoned");
+        let server = self.client.servers[*connected].0;
+        *connected = (*connected + 1) % self.client.servers.len();
+        self.link.drop_connection(format!("s{server}: nothing heard for the read timeout"));
+    }
+
+    /// Creates a session of `ttl_ms` through the connected server; the session (lease) id and
+    /// the TTL granted. The caller sets [`ZkClient::session`] to it.
+    pub async fn create_session(&self, ttl_ms: u64, timeout: Duration) -> Result<(LeaseId, u64), ZkCallError> {
+        match self.call(ClientRequest::Zk(ZkRequest::CreateSession { ttl_ms }), timeout).await? {
+            ClientReply::Write(crate::store::CommandResponse::LeaseGrant { id, ttl_ms, .. }) => Ok((id, ttl_ms)),
+            other => unreachable!("a session creation answers a lease grant, got {other:?}"),
+        }
+    }
+
+    /// Pings the session through the connected server (`validate`: on a new connection, its
+    /// validation). `Ok(true)`: touched; `Ok(false)`: the ensemble says the session expired.
+    pub async fn ping(&self, validate: bool, timeout: Duration) -> Result<bool, ZkCallError> {
+        let request = ZkRequest::Ping { session: self.session, validate };
+        match self.call(ClientRequest::Zk(request), timeout).await? {
+            ClientReply::KeptAlive { .. } => Ok(true),
+            ClientReply::LeaseNotFound => Ok(false),
+            other => unreachable!("a ping answers kept-alive or lease-not-found, got {other:?}"),
+        }
     }
 
     /// The newest zxid this client has seen.
@@ -213,20 +309,40 @@ impl ZkClient {
 
     /// One request to the connected server; on any failure, connect to the next one.
     async fn attempt(&self, request: ZkRequest, timeout: Duration) -> Result<ZkReply, ZkCallError> {
+        match self.call(ClientRequest::Zk(request), timeout).await? {
+            ClientReply::Zk(reply) => Ok(reply),
+            other => unreachable!("a ZooKeeper request answers a ZooKeeper reply, got {other:?}"),
+        }
+    }
+
+    /// One call to the connected server, answered by what the request asks for (`Zk`, or for a
+    /// session's creation and pings `Write`, `KeptAlive`, `LeaseNotFound`); on any other answer
+    /// or none, the connection is given up and the client connects to the next server.
+    async fn call(&self, request: ClientRequest, timeout: Duration) -> Result<ClientReply, ZkCallError> {
         let index = *self.connected.lock().expect("zk client lock poisoned");
         let (_, addr) = self.client.servers[index];
-        let reply = netfault::call(self.client.endpoint(), addr, ClientRequest::Zk(request), timeout).await;
+        let reply = netfault::call(self.client.endpoint(), addr, request, timeout).await;
         let reason = match reply {
-            Ok(ClientReply::Zk(reply)) => return Ok(reply),
+            Ok(
+                reply @ (ClientReply::Zk(_)
+                | ClientReply::Write(_)
+                | ClientReply::KeptAlive { .. }
+                | ClientReply::LeaseNotFound),
+            ) => {
+                self.link.heard(self.client.clock().now());
+                return Ok(reply);
+            }
             Ok(ClientReply::Unavailable { reason }) => reason,
             Ok(other) => format!("unexpected reply {other:?}"),
             Err(error) => error.to_string(),
         };
+        let reason = format!("s{}: {reason}", self.client.servers[index].0);
         let mut connected = self.connected.lock().expect("zk client lock poisoned");
         if *connected == index {
             *connected = (index + 1) % self.client.servers.len();
+            self.link.drop_connection(reason.clone());
         }
-        Err(ZkCallError::ConnectionLoss(format!("s{}: {reason}", self.client.servers[index].0)))
+        Err(ZkCallError::ConnectionLoss(reason))
     }
 
     fn saw(&self, zxid: Revision) {

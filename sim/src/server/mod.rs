@@ -16,7 +16,7 @@ use openraft::{BasicNode, ReadPolicy, ServerState};
 use openraft_rt::WatchReceiver;
 use tokio::sync::Notify;
 
-use crate::clock::Clock;
+use crate::clock::{Clock, LocalTime};
 use crate::lessor::{LeaseInfo, LeasePolicy, Lessor, RenewError};
 use crate::raft::{
     AppendRpc, Applied, ApplyResult, Durable, LogStore, Network, PreVoteRpc, Raft, SnapshotRpc, StateMachine, VoteRpc,
@@ -87,6 +87,9 @@ struct Server {
     applied_notify: Arc<Notify>,
     clock: Clock,
     recorder: Recorder,
+    /// When this server last accepted an AppendEntries (a heartbeat included) from a leader, by
+    /// its monotonic clock: a ZooKeeper follower serves clients only while it hears its leader.
+    leader_heard: Arc<Mutex<Option<LocalTime>>>,
 }
 
 /// Runs a server until the simulation ends (or the node is killed).
@@ -136,6 +139,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     .await
     .expect("raft starts on a fresh or recovered log");
 
+    let leader_heard = Arc::new(Mutex::new(None));
     let server = Arc::new(Server {
         id: spec.id,
         name: spec.name.clone(),
@@ -146,10 +150,11 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         applied,
         lessor,
         applied_notify,
-        clock,
+        clock: clock.clone(),
         recorder,
+        leader_heard: leader_heard.clone(),
     });
-    register_raft_handlers(&endpoint, &raft);
+    register_raft_handlers(&endpoint, &raft, leader_heard, clock);
     for _ in 0..crate::rpc::RECEIVE_LOOPS {
         let handler = server.clone();
         endpoint.add_rpc_handler(move |request: ClientRequest| {
@@ -185,11 +190,19 @@ async fn sync_periodically(durable: Arc<Mutex<Durable>>, clock: Clock) {
     }
 }
 
-fn register_raft_handlers(endpoint: &Endpoint, raft: &Raft) {
+fn register_raft_handlers(endpoint: &Endpoint, raft: &Raft, leader_heard: Arc<Mutex<Option<LocalTime>>>, clock: Clock) {
     let r = raft.clone();
     endpoint.add_rpc_handler(move |AppendRpc(rpc)| {
         let raft = r.clone();
-        async move { raft.append_entries(rpc).await.map_err(|e| e.to_string()) }
+        let (heard, clock) = (leader_heard.clone(), clock.clone());
+        async move {
+            let response = raft.append_entries(rpc).await.map_err(|e| e.to_string());
+            // Any answer but "your vote is stale" means a current leader reached us.
+            if matches!(&response, Ok(r) if !matches!(r, openraft::raft::AppendEntriesResponse::HigherVote(_))) {
+                *lock(&heard) = Some(clock.now());
+            }
+            response
+        }
     });
     let r = raft.clone();
     endpoint.add_rpc_handler(move |VoteRpc(rpc)| {

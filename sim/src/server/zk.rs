@@ -8,14 +8,31 @@ use crate::raft::ApplyResult;
 use crate::rpc::{ClientReply, ClientRequest, ZkReply, ZkRequest};
 use crate::store::{Command, CommandResponse, Revision, Store};
 use crate::zk::{WatchKind, ZkWrite, tree, watch};
+use openraft_rt::WatchReceiver as _;
 
 /// How long a server waits to apply what a client has already seen (or a write it forwarded)
 /// before giving up on the request.
 const CATCH_UP: Duration = Duration::from_millis(500);
 
+/// How long a server serves clients without hearing its quorum: ZooKeeper's `syncLimit` ticks.
+/// A follower's socket to its leader times out after `tickTime * syncLimit` (`Learner`'s
+/// `setSoTimeout`), and a leader that has not heard a quorum of followers within `syncLimit`
+/// ticks gives up ("Not sufficient followers synced", `Leader.lead`); either way the server goes
+/// back to looking for a leader and closes every client connection, refusing new ones until it
+/// rejoins a quorum. 2.5 s is the real runner's ensemble (tickTime 500 ms, syncLimit 5;
+/// `real/src/cluster/zookeeper.rs`); ZooKeeper's sample configuration gives 10 s.
+pub const SYNC_LIMIT: Duration = Duration::from_millis(2500);
+
 impl Server {
     pub(super) async fn zk(&self, request: ZkRequest) -> ClientReply {
+        if !matches!(request, ZkRequest::ReadIndex)
+            && let Err(reason) = self.zk_serving()
+        {
+            return ClientReply::Unavailable { reason: format!("not serving: {reason}") };
+        }
         match request {
+            ZkRequest::CreateSession { ttl_ms } => self.zk_create_session(ttl_ms).await,
+            ZkRequest::Ping { session, validate } => self.zk_ping(session, validate).await,
             ZkRequest::Write(write) => self.zk_write(write).await,
             ZkRequest::Exists { path, seen } => {
                 self.zk_read(seen, |store| ZkReply::Exists {
@@ -44,6 +61,81 @@ impl Server {
                 Ok(()) => ClientReply::Zk(ZkReply::Synced { zxid: self.applied_revision() }),
                 Err(reply) => reply,
             },
+        }
+    }
+
+    /// Whether this server is part of a quorum now, as a ZooKeeper server must be to serve
+    /// clients (see [`SYNC_LIMIT`]): a leader heard by a quorum, or a follower hearing its leader,
+    /// within the limit, by this server's monotonic clock.
+    fn zk_serving(&self) -> Result<(), String> {
+        let now = self.clock.now();
+        let limit_ms = SYNC_LIMIT.as_millis() as u64;
+        let within = |at: crate::clock::LocalTime| at.ms_until(now) <= limit_ms;
+        if self.raft.is_leader() {
+            let acked = self.raft.metrics().borrow_watched().last_quorum_acked.clone();
+            return match acked.map(|at| at.into_inner().0) {
+                Some(at) if within(at) => Ok(()),
+                Some(at) => Err(format!("leader {} without a quorum for {} ms", self.name, at.ms_until(now))),
+                None => Err(format!("leader {} not yet acknowledged by a quorum", self.name)),
+            };
+        }
+        match *lock(&self.leader_heard) {
+            Some(at) if within(at) => Ok(()),
+            Some(at) => Err(format!("{} has not heard a leader for {} ms", self.name, at.ms_until(now))),
+            None => Err(format!("{} has not heard a leader yet", self.name)),
+        }
+    }
+
+    /// ZooKeeper's createSession: a session is a transaction through the leader (here a lease).
+    async fn zk_create_session(&self, ttl_ms: u64) -> ClientReply {
+        let command = Command::LeaseGrant { id: 0, ttl_ms };
+        if self.raft.is_leader() {
+            return self.write(command).await;
+        }
+        match self.forward(command).await {
+            Ok(ApplyResult::Command(response)) => ClientReply::Write(response),
+            Ok(ApplyResult::Internal) => unreachable!("a client command applies as a command"),
+            Err(reason) => ClientReply::Unavailable { reason: format!("forwarding to the leader: {reason}") },
+        }
+    }
+
+    /// A client's ping, or with `validate` its reconnection (the session's validation). On the
+    /// leader its lessor renews the lease. A follower answers a ping from its own copy of the
+    /// sessions and passes the touch on to the leader without waiting (a ZooKeeper follower
+    /// keeps its clients' touches and reports them in its next ping to the leader,
+    /// `LearnerSessionTracker`); a reconnection it validates with the leader first
+    /// (`Learner.validateSession`). `LeaseNotFound`: the session expired, which the client
+    /// learns here.
+    async fn zk_ping(&self, session: crate::store::LeaseId, validate: bool) -> ClientReply {
+        if self.raft.is_leader() {
+            return self.keep_alive(session).await;
+        }
+        let Some(leader) = self.raft.current_leader().await else {
+            return ClientReply::Unavailable { reason: "no leader known".into() };
+        };
+        let Some(addr) = self.members.get(&leader).copied() else {
+            return ClientReply::Unavailable { reason: format!("leader s{leader} is not a member") };
+        };
+        let request = ClientRequest::KeepAlive { lease: session };
+        if !validate {
+            let ttl_ms = lock(&self.applied).store.lease(session).map(|lease| lease.ttl_ms);
+            let Some(ttl_ms) = ttl_ms else {
+                return ClientReply::LeaseNotFound;
+            };
+            let endpoint = self.endpoint.clone();
+            madsim::task::spawn(async move {
+                let _ = crate::netfault::call(&endpoint, addr, request, Duration::from_secs(1)).await;
+            });
+            return ClientReply::KeptAlive { ttl_ms };
+        }
+        match crate::netfault::call(&self.endpoint, addr, request, Duration::from_secs(1)).await {
+            Ok(reply @ (ClientReply::KeptAlive { .. } | ClientReply::LeaseNotFound)) => reply,
+            Ok(other) => {
+                ClientReply::Unavailable { reason: format!("validating the session with the leader: {other:?}") }
+            }
+            Err(error) => {
+                ClientReply::Unavailable { reason: format!("validating the session with the leader: {error}") }
+            }
         }
     }
 
