@@ -797,8 +797,21 @@ fn herd_fails_when_one_release_wakes_every_waiter() {
     assert_eq!(report.findings.len(), 1);
     assert_mentions(
         &report.findings[0].message,
-        &["3 wakeups after c1's release at 1.000s", "at most 1 allowed", "c2, c3, c4"],
+        &["3 waiters woken after c1's release at 1.000s", "at most 1 allowed", "c2, c3, c4"],
     );
+}
+
+#[test]
+fn herd_counts_waiters_not_wakeups() {
+    // One waiter woken twice by one release (ZooKeeper: its watch re-armed on a server that had
+    // not applied the delete yet) is no herd; two waiters are.
+    let mut b = queue_of_three();
+    b.wakeup(1005, "c2").wakeup(1105, "c2");
+    assert_eq!(b.report(Property::Herd).verdict, Verdict::Pass);
+    b.wakeup(1205, "c3");
+    let report = b.report(Property::Herd);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["2 waiters woken", "c2, c3"]);
 }
 
 #[test]
@@ -808,7 +821,7 @@ fn herd_names_wakeups_before_the_first_release_as_such() {
     b.wakeup(500, "c3").wakeup(600, "c4");
     let report = b.report(Property::Herd);
     assert_eq!(report.verdict, Verdict::Fail);
-    assert_eq!(report.findings[0].message, "/l: 2 wakeups before the first release, none allowed: c3, c4");
+    assert_eq!(report.findings[0].message, "/l: 2 waiters woken before the first release, none allowed: c3, c4");
 }
 
 #[test]

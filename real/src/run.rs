@@ -53,6 +53,10 @@ const OP_SPACING: u64 = 1_000_000;
 const ROLE_POLL: Duration = Duration::from_millis(100);
 /// The most one look at the cluster (its leader, its leases) may take.
 const OBSERVE_BUDGET: Duration = Duration::from_millis(300);
+/// While clients wait for their turn to start: how often the orchestrator looks.
+const QUEUE_POLL: Duration = Duration::from_millis(20);
+/// The longest a client waits for its predecessor to queue, past its planned start.
+const QUEUE_WAIT: Duration = Duration::from_secs(10);
 
 /// Why a scenario cannot run against a real system; names the scenario's field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -312,12 +316,18 @@ async fn drive<C: Cluster>(
         );
     }
     let mut clients: Vec<ClientProc> = Vec::new();
-    for index in 0..scenario.clients.count {
-        let start = scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32;
-        let mut client = ClientProc { name: format!("c{}", index + 1), index, incarnation: 0, journals: Vec::new() };
-        spawn_client(&procs, hosts, dirs, exe, &base, &mut client, start.as_nanos() as u64)?;
-        clients.push(client);
-    }
+    // Clients start in the scenario's order: c1 now, each next one once its predecessor queued.
+    let mut pending: std::collections::VecDeque<(ClientProc, u64)> = (0..scenario.clients.count)
+        .map(|index| {
+            let start = scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32;
+            let client = ClientProc { name: format!("c{}", index + 1), index, incarnation: 0, journals: Vec::new() };
+            (client, start.as_nanos() as u64)
+        })
+        .collect();
+    let ordered = !scenario.clients.stagger.0.is_zero();
+    start_due_clients(&mut pending, &mut clients, journal.now_ns(), ordered, |client, start_ns| {
+        spawn_client(&procs, hosts, dirs, exe, &base, client, start_ns)
+    })?;
     let mut timeline = Timeline::new(faults);
     let mut last_leader: Option<String> = None;
     let mut term = 0u64;
@@ -342,6 +352,9 @@ async fn drive<C: Cluster>(
         if journal.now_ns() >= duration_ns {
             break;
         }
+        start_due_clients(&mut pending, &mut clients, journal.now_ns(), ordered, |client, start_ns| {
+            spawn_client(&procs, hosts, dirs, exe, &base, client, start_ns)
+        })?;
         // Record who leads whenever it changes (the report draws it; `leader` targets use it).
         // `term` counts the changes seen: the cluster's own term is not asked for.
         if let Ok(Some(leader)) = tokio::time::timeout(OBSERVE_BUDGET, cluster.leader()).await
@@ -359,7 +372,8 @@ async fn drive<C: Cluster>(
         let observe = observe_sessions(&cluster, &journal, last_leader.as_deref(), &mut sessions);
         let _ = tokio::time::timeout(OBSERVE_BUDGET, observe).await;
         let next = timeline.next_at().unwrap_or(u64::MAX).min(duration_ns);
-        let wait = Duration::from_nanos(next.saturating_sub(journal.now_ns())).min(ROLE_POLL);
+        let poll = if pending.is_empty() { ROLE_POLL } else { QUEUE_POLL };
+        let wait = Duration::from_nanos(next.saturating_sub(journal.now_ns())).min(poll);
         tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
     }
     // The end: faults still active end with the run (their end is recorded), every process stops.
@@ -416,6 +430,43 @@ async fn observe_sessions<C: Cluster>(cluster: &C, journal: &Journal, leader: Op
     for lease in live {
         seen.alive.insert(lease, asked);
     }
+}
+
+/// Starts the next clients whose turn has come. In the simulator client k+1 starts `stagger`
+/// after client k and finds it queued; a real process can take longer than that to open its
+/// session (seen once under load: c2 held the lock at 1.29 s, c1 only at 13.3 s, and the
+/// scenario's pause of c1 hit a waiter). So client k+1 is started once client k has asked for
+/// the lock (its first `lock` call is in its journal), no earlier than its planned time (it
+/// sleeps until then itself), and at the latest [`QUEUE_WAIT`] after it. Without `ordered`
+/// (clients that start at the same instant, `stagger = 0`: no order to keep) every client is
+/// started at once, so that their requests stay simultaneous.
+fn start_due_clients(
+    pending: &mut std::collections::VecDeque<(ClientProc, u64)>,
+    started: &mut Vec<ClientProc>,
+    now_ns: u64,
+    ordered: bool,
+    mut spawn: impl FnMut(&mut ClientProc, u64) -> Result<(), String>,
+) -> Result<(), String> {
+    while let Some((_, start_ns)) = pending.front() {
+        let predecessor_queued =
+            !ordered || started.last().is_none_or(|before| before.journals.iter().any(|j| asked_for_lock(j)));
+        let waited_enough = now_ns >= start_ns.saturating_add(QUEUE_WAIT.as_nanos() as u64);
+        if !predecessor_queued && !waited_enough {
+            return Ok(());
+        }
+        let (mut client, start_ns) = pending.pop_front().expect("front exists");
+        spawn(&mut client, start_ns)?;
+        started.push(client);
+    }
+    Ok(())
+}
+
+/// Whether a client's journal records a `lock` call (its first request for the lock).
+fn asked_for_lock(journal: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(journal) else {
+        return false;
+    };
+    text.lines().any(|line| line.contains("\"type\":\"invoke\"") && line.contains("\"call\":{\"f\":\"lock\""))
 }
 
 fn spawn_client(
@@ -849,6 +900,56 @@ count = 2
         assert_eq!(check(&s, System::Etcd, 1).unwrap().len(), 1);
         let error = check(&s, System::Zookeeper, 1).unwrap_err();
         assert_eq!(error.field, "lock.recipe");
+    }
+
+    #[test]
+    fn each_client_starts_once_its_predecessor_has_asked_for_the_lock() {
+        let dir = std::env::temp_dir().join(format!("coordsim-start-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c1_journal = dir.join("c1.0.jsonl");
+        let client =
+            |index: usize| ClientProc { name: format!("c{}", index + 1), index, incarnation: 0, journals: Vec::new() };
+        let mut pending: std::collections::VecDeque<(ClientProc, u64)> =
+            [(client(0), 500_000_000), (client(1), 1_000_000_000)].into();
+        let mut started = Vec::new();
+        let mut spawned = Vec::new();
+        let mut spawn = |c: &mut ClientProc, start_ns: u64| {
+            c.journals.push(dir.join(format!("{}.0.jsonl", c.name)));
+            spawned.push((c.name.clone(), start_ns));
+            Ok(())
+        };
+        // c1 at once (it sleeps until its start itself); c2 waits: c1 has not queued, even past
+        // c2's planned start.
+        start_due_clients(&mut pending, &mut started, 0, true, &mut spawn).unwrap();
+        start_due_clients(&mut pending, &mut started, 2_000_000_000, true, &mut spawn).unwrap();
+        assert_eq!(started.len(), 1);
+        // A session is not enough; the lock call is.
+        std::fs::write(&c1_journal, "{\"time_ns\":1,\"node\":\"c1\",\"type\":\"invoke\",\"op\":1,\"call\":{\"f\":\"lease_grant\",\"ttl_ms\":5000}}\n").unwrap();
+        start_due_clients(&mut pending, &mut started, 2_000_000_000, true, &mut spawn).unwrap();
+        assert_eq!(started.len(), 1);
+        let lock = "{\"time_ns\":2,\"node\":\"c1\",\"type\":\"invoke\",\"op\":2,\"call\":{\"f\":\"lock\",\"name\":\"/l\",\"lease\":1,\"permits\":1}}\n";
+        std::fs::write(&c1_journal, lock).unwrap();
+        start_due_clients(&mut pending, &mut started, 2_000_000_000, true, &mut spawn).unwrap();
+        assert_eq!(spawned, vec![("c1".to_string(), 500_000_000), ("c2".to_string(), 1_000_000_000)]);
+        // A predecessor that never queues holds the next client back for QUEUE_WAIT at most.
+        let mut pending: std::collections::VecDeque<(ClientProc, u64)> = [(client(2), 1_000_000_000)].into();
+        let mut started = vec![client(1)];
+        let mut spawned = Vec::new();
+        let mut spawn = |c: &mut ClientProc, start_ns: u64| {
+            spawned.push((c.name.clone(), start_ns));
+            Ok(())
+        };
+        start_due_clients(&mut pending, &mut started, 10_999_000_000, true, &mut spawn).unwrap();
+        assert_eq!(started.len(), 1, "c3 still waits");
+        start_due_clients(&mut pending, &mut started, 11_000_000_000, true, &mut spawn).unwrap();
+        assert_eq!(spawned, vec![("c3".to_string(), 1_000_000_000)]);
+        // Clients that start at the same instant start together: no order to keep.
+        let mut pending: std::collections::VecDeque<(ClientProc, u64)> =
+            [(client(0), 500_000_000), (client(1), 500_000_000)].into();
+        let mut started = Vec::new();
+        start_due_clients(&mut pending, &mut started, 0, false, |_, _| Ok(())).unwrap();
+        assert_eq!(started.len(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

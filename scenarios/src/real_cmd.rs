@@ -27,6 +27,25 @@ enum RealCommand {
     Etcd(RunArgs),
     /// Run a scenario against a real ZooKeeper ensemble of `cluster.servers` servers (Debian's zookeeper).
     Zookeeper(RunArgs),
+    /// The fidelity table: run each scenario in the simulator (seeds 1..N) and on its real system
+    /// (etcd for etcd recipes, ZooKeeper for ZooKeeper ones), and print, as Markdown, where the
+    /// verdicts of the properties a real run judges agree. Progress goes to stderr.
+    Fidelity(FidelityArgs),
+}
+
+#[derive(Args, Debug)]
+struct FidelityArgs {
+    /// Library names or scenario files (default: every library scenario the real runner accepts).
+    scenarios: Vec<String>,
+    /// Simulator seeds 1..N per scenario.
+    #[arg(long, default_value_t = 20)]
+    seeds: u64,
+    /// Real runs per scenario, each on a fresh cluster.
+    #[arg(long, default_value_t = 1)]
+    runs: u64,
+    /// Output folder of the real runs (<out>/<system>/<scenario>/run-N/).
+    #[arg(long, default_value = "target/coordsim/fidelity")]
+    out: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -79,6 +98,7 @@ pub fn run(args: RealArgs) -> Result<ExitCode, InputError> {
         RealCommand::Doctor => Ok(doctor()),
         RealCommand::Etcd(run) => run_real(&run, SystemArg::Etcd),
         RealCommand::Zookeeper(run) => run_real(&run, SystemArg::Zookeeper),
+        RealCommand::Fidelity(args) => fidelity(&args),
     }
 }
 
@@ -134,6 +154,154 @@ fn run_real(_: &RunArgs, _: SystemArg) -> Result<ExitCode, InputError> {
          (the `real` feature; scripts/install-real.sh installs what it needs)"
             .into(),
     ))
+}
+
+#[cfg(not(feature = "real"))]
+fn fidelity(_: &FidelityArgs) -> Result<ExitCode, InputError> {
+    run_real(&RunArgs { scenario: String::new(), runs: 1, out: PathBuf::new() }, SystemArg::Etcd)
+}
+
+/// One scenario's verdicts: per judged property, how many of the runs failed it.
+#[cfg(feature = "real")]
+struct Tally {
+    runs: u64,
+    failed: std::collections::BTreeMap<&'static str, u64>,
+}
+
+#[cfg(feature = "real")]
+impl Tally {
+    fn new() -> Tally {
+        Tally { runs: 0, failed: coordsim_real::JUDGED.iter().map(|p| (p.id(), 0)).collect() }
+    }
+
+    fn add(&mut self, history: &coordsim_checker::history::History) {
+        self.runs += 1;
+        for property in coordsim_real::JUDGED {
+            if property.check(history).verdict == coordsim_checker::verdict::Verdict::Fail {
+                *self.failed.get_mut(property.id()).expect("judged") += 1;
+            }
+        }
+    }
+
+    /// "mutual_exclusion 20/20, fencing 20/20", or "none failed".
+    fn describe(&self) -> String {
+        let failed: Vec<String> =
+            self.failed.iter().filter(|(_, n)| **n > 0).map(|(p, n)| format!("{p} {n}/{}", self.runs)).collect();
+        match (failed.is_empty(), self.runs) {
+            (true, 1) => "none failed (1 run)".to_string(),
+            (true, runs) => format!("none failed ({runs} runs)"),
+            (false, _) => failed.join(", "),
+        }
+    }
+
+    /// The properties on which the two disagree: one always fails where the other never does.
+    fn differ(&self, other: &Tally) -> Vec<&'static str> {
+        let always = |t: &Tally, p: &str| t.failed[p] == t.runs;
+        let never = |t: &Tally, p: &str| t.failed[p] == 0;
+        self.failed
+            .keys()
+            .copied()
+            .filter(|p| (always(self, p) && never(other, p)) || (never(self, p) && always(other, p)))
+            .collect()
+    }
+}
+
+#[cfg(feature = "real")]
+fn fidelity(args: &FidelityArgs) -> Result<ExitCode, InputError> {
+    use coordsim_real::System;
+
+    if args.seeds == 0 || args.seeds > 10_000 || args.runs == 0 || args.runs > 100 {
+        return Err(InputError::Usage(format!(
+            "--seeds {} must be 1..10000 and --runs {} 1..100",
+            args.seeds, args.runs
+        )));
+    }
+    let system_of = |scenario: &coordsim_sim::scenario::Scenario| match scenario
+        .lock
+        .as_ref()
+        .is_some_and(|l| l.recipe.is_zookeeper())
+    {
+        true => System::Zookeeper,
+        false => System::Etcd,
+    };
+    let names: Vec<String> = if args.scenarios.is_empty() {
+        crate::library::all()
+            .map(|(name, _)| *name)
+            .filter(|name| {
+                let Ok(loaded) = load::resolve(name) else { return false };
+                let system = system_of(&loaded.scenario);
+                coordsim_real::run::check(&loaded.scenario, system, 1).is_ok()
+            })
+            .map(str::to_string)
+            .collect()
+    } else {
+        args.scenarios.clone()
+    };
+    let mut loaded = Vec::new();
+    for name in &names {
+        let scenario = load::resolve(name)?;
+        let system = system_of(&scenario.scenario);
+        coordsim_real::run::check(&scenario.scenario, system, 1).map_err(|e| {
+            InputError::Usage(format!("{}: {e} (against a real {} cluster)", scenario.source, system.name()))
+        })?;
+        loaded.push((scenario, system));
+    }
+    let exe = std::env::current_exe().map_err(|error| InputError::Io { path: "current executable".into(), error })?;
+    let mut rows = Vec::new();
+    let mut differing = 0;
+    for (scenario, system) in &loaded {
+        let name = &scenario.scenario.name;
+        eprintln!("{name}: {} simulator seeds, {} real {} run(s)", args.seeds, args.runs, system.name());
+        let mut simulated = Tally::new();
+        for seed in 1..=args.seeds {
+            match crate::sweep::run_seed(&scenario.scenario, name, seed) {
+                crate::sweep::SeedResult::Done { history, .. } => simulated.add(&history),
+                crate::sweep::SeedResult::Crashed { message, .. }
+                | crate::sweep::SeedResult::Stopped { message, .. } => {
+                    eprintln!("error: {name} seed {seed}: {message}");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
+        let mut real = Tally::new();
+        for run in 1..=args.runs {
+            let dir = args.out.join(system.name()).join(name).join(format!("run-{run}"));
+            fresh_dir(&dir)?;
+            match coordsim_real::run_blocking(&scenario.scenario, *system, run, &dir, &exe) {
+                Ok(result) => {
+                    crate::owned::write(&dir.join("history.json"), result.history.to_json())?;
+                    real.add(&result.history);
+                }
+                Err(error @ coordsim_real::RunError::Interrupted(_, signal)) => {
+                    eprintln!("error: {error}");
+                    return Ok(ExitCode::from(128 + signal as u8));
+                }
+                Err(coordsim_real::RunError::Failed(reason)) => {
+                    eprintln!("error: {name} run {run} failed: {reason} (its files: {})", dir.display());
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
+        let differ = simulated.differ(&real);
+        differing += usize::from(!differ.is_empty());
+        let agree = if differ.is_empty() { "agree".to_string() } else { format!("**differ**: {}", differ.join(", ")) };
+        rows.push(format!("| {name} | {} | {} | {} | {agree} |", system.name(), simulated.describe(), real.describe()));
+    }
+    let judged: Vec<&str> = coordsim_real::JUDGED.iter().map(|p| p.id()).collect();
+    crate::outln!(
+        "Properties judged on both sides: {}. Failures per property: simulator seeds 1..{}, real runs 1..{}. \
+         \"differ\" names a property that fails on every run of one side and on none of the other.\n",
+        judged.join(", "),
+        args.seeds,
+        args.runs
+    );
+    crate::outln!("| scenario | real system | simulator | real | verdicts |");
+    crate::outln!("|---|---|---|---|---|");
+    for row in &rows {
+        crate::outln!("{row}");
+    }
+    crate::outln!("\n{} of {} scenarios agree.", rows.len() - differing, rows.len());
+    Ok(if differing == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 #[cfg(not(feature = "real"))]

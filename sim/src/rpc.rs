@@ -140,6 +140,10 @@ pub enum ZkRequest {
         session: LeaseId,
         validate: bool,
     },
+    /// Follower to leader: a client's ping, passed on (the leader touches the session).
+    Touch {
+        session: LeaseId,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

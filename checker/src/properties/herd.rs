@@ -6,7 +6,7 @@
 //! The rule, per lock: the releases of the holder — the invocation of its `unlock`, the expiry or
 //! the revocation of its lease, whichever comes first, once it has learned of its grant — cut
 //! the run into windows. Each window may
-//! hold one `wakeup` for its release, plus one for each waiter that left the queue inside it
+//! wake one waiter for its release, plus one for each waiter that left the queue inside it
 //! (its lease expired or was revoked, or its request ended `info` or `fail` and it removed its
 //! entry): with predecessor watches, a departure wakes exactly the one waiter behind it. A window
 //! with more wakeups than that is a herd; the finding names the release and the waiters woken.
@@ -124,13 +124,21 @@ fn judge(lock: &str, departures: &[Departure], woken: &[(u64, usize, &str)]) -> 
         let waiters_left = departures.iter().filter(|d| !d.holder && inside(d.time_ns)).count();
         let allowed = usize::from(window > 0) + waiters_left;
         let here: Vec<&(u64, usize, &str)> = woken.iter().filter(|(ns, _, _)| inside(*ns)).collect();
-        if window > 0 {
-            most = most.max(here.len());
+        // Waiters, not wakeups: one waiter woken twice by one release (its watch re-armed on a
+        // server that had not applied the delete yet, which ZooKeeper allows after a
+        // reconnection: a notification carries no zxid) is not a herd.
+        let mut names: Vec<&str> = Vec::new();
+        for (_, _, client) in &here {
+            if !names.contains(client) {
+                names.push(client);
+            }
         }
-        if here.len() <= allowed {
+        if window > 0 {
+            most = most.max(names.len());
+        }
+        if names.len() <= allowed {
             continue;
         }
-        let names: Vec<&str> = here.iter().map(|(_, _, client)| *client).collect();
         let (time_ns, cause, mut entries) = match window {
             0 if releases.is_empty() => (here[0].0, "with no release in the run".to_string(), Vec::new()),
             0 => (here[0].0, "before the first release".to_string(), Vec::new()),
@@ -155,7 +163,7 @@ fn judge(lock: &str, departures: &[Departure], woken: &[(u64, usize, &str)]) -> 
         findings.push(Finding {
             time_ns,
             until_ns: here.last().map(|(ns, _, _)| *ns),
-            message: format!("{lock}: {} wakeups {cause}, {allowed}{left}: {}", here.len(), names.join(", ")),
+            message: format!("{lock}: {} waiters woken {cause}, {allowed}{left}: {}", names.len(), names.join(", ")),
             entries,
         });
     }

@@ -55,6 +55,8 @@ pub struct Link {
     dropped: tokio::sync::Notify,
     /// Why the last connection was given up.
     last_drop: Mutex<String>,
+    /// A server answered a request "session expired".
+    expired: Mutex<bool>,
 }
 
 impl Link {
@@ -66,13 +68,13 @@ impl Link {
         *self.drops.lock().expect("zk link lock poisoned")
     }
 
-    /// Waits until the drop count is past `seen`.
+    /// Waits until the drop count is past `seen`, or a server said the session expired.
     pub async fn dropped_since(&self, seen: u64) {
         loop {
             let notified = self.dropped.notified();
             let mut notified = std::pin::pin!(notified);
             notified.as_mut().enable();
-            if self.drops() > seen {
+            if self.drops() > seen || self.expired() {
                 return;
             }
             notified.await;
@@ -82,6 +84,16 @@ impl Link {
     fn heard(&self, at: crate::clock::LocalTime) {
         let mut last = self.last_heard.lock().expect("zk link lock poisoned");
         *last = Some(last.map_or(at, |last| last.max(at)));
+    }
+
+    /// Whether a server has answered a request "session expired".
+    pub fn expired(&self) -> bool {
+        *self.expired.lock().expect("zk link lock poisoned")
+    }
+
+    fn mark_expired(&self) {
+        *self.expired.lock().expect("zk link lock poisoned") = true;
+        self.dropped.notify_waiters();
     }
 
     /// Why the last connection was given up.
@@ -213,6 +225,9 @@ impl ZkClient {
         match self.attempt(request, WRITE_TIMEOUT).await? {
             ZkReply::Write { zxid, result } => {
                 self.saw(zxid);
+                if matches!(&result, Err(e) if matches!(e.error, ZkError::SessionExpired(_))) {
+                    self.link.mark_expired();
+                }
                 Ok((zxid, result))
             }
             other => unreachable!("a write answers a write reply, got {other:?}"),

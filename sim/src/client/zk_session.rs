@@ -192,6 +192,9 @@ impl Connection {
             let wake = std::pin::pin!(clock.sleep_until(ping_at.min(silent_at)));
             let dropped = std::pin::pin!(link.dropped_since(drops));
             if let futures::future::Either::Right(_) = futures::future::select(wake, dropped).await {
+                if link.expired() {
+                    return Err(self.lost(SessionEnd::LeaseGone));
+                }
                 return Ok((server, link.last_drop()));
             }
         }
@@ -205,15 +208,25 @@ impl Connection {
             if !first {
                 use madsim::rand::Rng as _;
                 let pause = madsim::rand::thread_rng().gen_range(0..RECONNECT_PAUSE_MAX_MS);
-                let pause = clock.sleep(Duration::from_millis(pause));
-                if self.simulated_expiry {
-                    let expiry = std::pin::pin!(clock.sleep_until(lost_at));
-                    futures::future::select(std::pin::pin!(pause), expiry).await;
-                } else {
-                    pause.await;
-                }
+                let pause = std::pin::pin!(clock.sleep(Duration::from_millis(pause)));
+                // Cut short by Curator's simulated expiry, or by a server telling a request of the
+                // recipe's that the session expired.
+                let expiry = std::pin::pin!(async {
+                    if self.simulated_expiry {
+                        clock.sleep_until(lost_at).await
+                    } else {
+                        std::future::pending::<()>().await
+                    }
+                });
+                let told = std::pin::pin!(self.zk.link().dropped_since(u64::MAX));
+                let ends = futures::future::select(expiry, told);
+                futures::future::select(pause, ends).await;
             }
             first = false;
+            // A request of the recipe's, answered "session expired" by a server it reached.
+            if self.zk.link().expired() {
+                return Err(self.lost(SessionEnd::LeaseGone));
+            }
             if self.simulated_expiry && clock.now() >= lost_at {
                 return Err(self.lost(SessionEnd::SimulatedExpiry));
             }

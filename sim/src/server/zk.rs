@@ -25,7 +25,7 @@ pub const SYNC_LIMIT: Duration = Duration::from_millis(2500);
 
 impl Server {
     pub(super) async fn zk(&self, request: ZkRequest) -> ClientReply {
-        if !matches!(request, ZkRequest::ReadIndex)
+        if !matches!(request, ZkRequest::ReadIndex | ZkRequest::Touch { .. })
             && let Err(reason) = self.zk_serving()
         {
             return ClientReply::Unavailable { reason: format!("not serving: {reason}") };
@@ -33,6 +33,7 @@ impl Server {
         match request {
             ZkRequest::CreateSession { ttl_ms } => self.zk_create_session(ttl_ms).await,
             ZkRequest::Ping { session, validate } => self.zk_ping(session, validate).await,
+            ZkRequest::Touch { session } => self.zk_touch(session),
             ZkRequest::Write(write) => self.zk_write(write).await,
             ZkRequest::Exists { path, seen } => {
                 self.zk_read(seen, |store| ZkReply::Exists {
@@ -116,8 +117,8 @@ impl Server {
         let Some(addr) = self.members.get(&leader).copied() else {
             return ClientReply::Unavailable { reason: format!("leader s{leader} is not a member") };
         };
-        let request = ClientRequest::KeepAlive { lease: session };
         if !validate {
+            let request = ClientRequest::Zk(ZkRequest::Touch { session });
             let ttl_ms = lock(&self.applied).store.lease(session).map(|lease| lease.ttl_ms);
             let Some(ttl_ms) = ttl_ms else {
                 return ClientReply::LeaseNotFound;
@@ -128,6 +129,7 @@ impl Server {
             });
             return ClientReply::KeptAlive { ttl_ms };
         }
+        let request = ClientRequest::KeepAlive { lease: session };
         match crate::netfault::call(&self.endpoint, addr, request, Duration::from_secs(1)).await {
             Ok(reply @ (ClientReply::KeptAlive { .. } | ClientReply::LeaseNotFound)) => reply,
             Ok(other) => {
@@ -136,6 +138,17 @@ impl Server {
             Err(error) => {
                 ClientReply::Unavailable { reason: format!("validating the session with the leader: {error}") }
             }
+        }
+    }
+
+    /// A follower's report of a client's ping: the leader's session tracker touches the session
+    /// at once, without confirming its leadership first (`Leader`'s handling of a learner's
+    /// PING, `touch` of each session it carries), unlike etcd's LeaseKeepAlive.
+    fn zk_touch(&self, session: crate::store::LeaseId) -> ClientReply {
+        match lock(&self.lessor).renew(session, self.clock.now()) {
+            Ok(ttl_ms) => ClientReply::KeptAlive { ttl_ms },
+            Err(crate::lessor::RenewError::LeaseNotFound) => ClientReply::LeaseNotFound,
+            Err(crate::lessor::RenewError::NotPrimary) => ClientReply::NotLeader { leader: None },
         }
     }
 
