@@ -267,20 +267,12 @@ fn fidelity(args: &FidelityArgs) -> Result<ExitCode, InputError> {
         for run in 1..=args.runs {
             let dir = args.out.join(system.name()).join(name).join(format!("run-{run}"));
             fresh_dir(&dir)?;
-            match coordsim_real::run_blocking(&scenario.scenario, *system, run, &dir, &exe) {
-                Ok(result) => {
-                    crate::owned::write(&dir.join("history.json"), result.history.to_json())?;
-                    real.add(&result.history);
-                }
-                Err(error @ coordsim_real::RunError::Interrupted(_, signal)) => {
-                    eprintln!("error: {error}");
-                    return Ok(ExitCode::from(128 + signal as u8));
-                }
-                Err(coordsim_real::RunError::Failed(reason)) => {
-                    eprintln!("error: {name} run {run} failed: {reason} (its files: {})", dir.display());
-                    return Ok(ExitCode::from(1));
-                }
-            }
+            let result = match one_real_run(&scenario.scenario, *system, run, &dir, &exe) {
+                Ok(result) => result,
+                Err(code) => return Ok(code),
+            };
+            crate::owned::write(&dir.join("history.json"), result.history.to_json())?;
+            real.add(&result.history);
         }
         let differ = simulated.differ(&real);
         differing += usize::from(!differ.is_empty());
@@ -376,18 +368,9 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         let dir = args.out.join(system.name()).join(&scenario.name).join(format!("run-{run}"));
         fresh_dir(&dir)?;
         let started = std::time::Instant::now();
-        let real = match coordsim_real::run_blocking(scenario, system, run, &dir, &exe) {
+        let real = match one_real_run(scenario, system, run, &dir, &exe) {
             Ok(real) => real,
-            Err(error @ coordsim_real::RunError::Interrupted(_, signal)) => {
-                eprintln!("error: {error}");
-                // The shell's convention for a process ended by a signal.
-                return Ok(ExitCode::from(128 + signal as u8));
-            }
-            // Not bad input: the cluster or a process failed. Exit 1, with where to look.
-            Err(coordsim_real::RunError::Failed(reason)) => {
-                eprintln!("error: run {run} failed: {reason} (its files: {})", dir.display());
-                return Ok(ExitCode::from(1));
-            }
+            Err(code) => return Ok(code),
         };
         let history = real.history;
         let mut summary = crate::sweep::evaluate_judged(scenario, &loaded.arg, &history, &coordsim_real::JUDGED);
@@ -438,6 +421,29 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         }
         Ok(ExitCode::from(1))
     }
+}
+
+/// One real run in `dir`, or, printed, why it ended the command and the exit code: a signal's
+/// (128 + the signal, the shell's convention), or 1 when the cluster or a process failed (not
+/// bad input), with the folder to look in.
+#[cfg(feature = "real")]
+fn one_real_run(
+    scenario: &coordsim_sim::scenario::Scenario,
+    system: coordsim_real::System,
+    run: u64,
+    dir: &Path,
+    exe: &Path,
+) -> Result<coordsim_real::run::RealRun, ExitCode> {
+    coordsim_real::run_blocking(scenario, system, run, dir, exe).map_err(|error| match &error {
+        coordsim_real::RunError::Interrupted(_, signal) => {
+            eprintln!("error: {error}");
+            ExitCode::from(128 + *signal as u8)
+        }
+        coordsim_real::RunError::Failed(reason) => {
+            eprintln!("error: {} run {run} failed: {reason} (its files: {})", scenario.name, dir.display());
+            ExitCode::from(1)
+        }
+    })
 }
 
 /// Empties a run folder left by an earlier real run (its cluster data must not be reused); any

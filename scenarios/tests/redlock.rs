@@ -3,24 +3,13 @@
 //! Redlock's author proposes; the etcd mutex under the same server clock jump stays safe; and
 //! the validator refuses what does not apply to Redlock, naming the field.
 
-use coordsim::library;
+mod common;
+
+use common::{library_text, run};
 use coordsim::load;
-use coordsim::sweep::{self, SeedResult};
 use coordsim_checker::history::{Call, Event, History, Return};
 use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::Verdict;
-
-fn run(name: &str, text: &str, seed: u64) -> History {
-    let scenario = load::parse(&format!("{name}.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-    match sweep::run_seed(&scenario, name, seed) {
-        SeedResult::Done { history, .. } => history,
-        SeedResult::Crashed { message, .. } | SeedResult::Stopped { message, .. } => panic!("{name}: {message}"),
-    }
-}
-
-fn library_text(name: &str) -> String {
-    library::get(name).unwrap_or_else(|| panic!("{name} is in the library")).to_string()
-}
 
 fn verdict(history: &History, property: Property) -> Verdict {
     property.check(history).verdict

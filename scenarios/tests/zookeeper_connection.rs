@@ -4,24 +4,13 @@
 //! under its session policy, which the verdicts of one seed tell apart; the states are in the
 //! history and the report; the validator refuses the policy where it does not apply.
 
-use coordsim::library;
+mod common;
+
+use common::{library_text, run};
 use coordsim::load;
-use coordsim::sweep::{self, SeedResult};
 use coordsim_checker::history::{ConnectionState, Event, History};
 use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::Verdict;
-
-fn run(name: &str, text: &str, seed: u64) -> History {
-    let scenario = load::parse(&format!("{name}.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-    match sweep::run_seed(&scenario, name, seed) {
-        SeedResult::Done { history, .. } => history,
-        SeedResult::Crashed { message, .. } | SeedResult::Stopped { message, .. } => panic!("{name}: {message}"),
-    }
-}
-
-fn library_text(name: &str) -> String {
-    library::get(name).unwrap_or_else(|| panic!("{name} is in the library")).to_string()
-}
 
 /// Every connection state change: (time, client, state, server, reason).
 fn connections(history: &History) -> Vec<(u64, String, ConnectionState, Option<String>, Option<String>)> {
