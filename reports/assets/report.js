@@ -1,8 +1,25 @@
 // coordsim report: zoom, pan, hover details, local vs true time. Written for this page; no library.
 (function () {
   "use strict";
+  // The narrative's routine lines are in the page but hidden; the button shows and hides them.
+  var routine = document.getElementById("routine");
+  if (routine) {
+    var n = routine.getAttribute("data-n");
+    routine.addEventListener("click", function () {
+      var show = routine.getAttribute("aria-pressed") !== "true";
+      Array.prototype.forEach.call(document.querySelectorAll("#narrative li.routine"), function (li) { li.hidden = !show; });
+      routine.setAttribute("aria-pressed", show ? "true" : "false");
+      routine.textContent = (show ? "hide " : "show ") + n + " routine lines (leases granted, checkpoints, other events)";
+    });
+  }
+  // A link to a section (report.html#narrative) lands on it once the script has laid the page out.
+  function landOnAnchor() {
+    var anchor = /^#([a-z][\w-]*)$/.exec(window.location.hash);
+    var target = anchor && document.getElementById(anchor[1]);
+    if (target) target.scrollIntoView();
+  }
   var svg = document.getElementById("tl");
-  if (!svg) return;
+  if (!svg) { landOnAnchor(); return; }
   var NS = svg.namespaceURI;
   var data = JSON.parse(document.getElementById("data").textContent);
   var PW = +svg.getAttribute("data-pw");
@@ -94,6 +111,12 @@
       zp.appendChild(l.el);
     }
     l.el.classList.remove("hid");
+    if (l.w === null) {
+      // A mark's label stays whole inside the plot: moved inwards near either end.
+      var half = l.len / 2;
+      if (PW > 2 * half) x = Math.min(Math.max(x, half), PW - half);
+      l.el.removeAttribute("dx");
+    }
     l.el.setAttribute("x", x.toFixed(1));
   }
   function onScreen(x, right) { return right >= -60 && x <= PW + 60; }
@@ -258,7 +281,7 @@
     focused = [];
     refs.forEach(function (r) { (byRef[r] || []).forEach(function (el) { el.classList.add("focus"); focused.push(el); }); });
   }
-  each(document.querySelectorAll("#narrative li, .violation, .entries li"), function (el) {
+  each(document.querySelectorAll("#narrative li, .violation, .entries li, .occurrences li"), function (el) {
     var refs = (el.getAttribute("data-e") || "").split(" ").filter(function (r) { return r !== ""; });
     el.addEventListener("mouseenter", function () { focus(refs); });
     el.addEventListener("mouseleave", function () { focus([]); });
@@ -270,4 +293,8 @@
       focus(refs);
     });
   });
+  // Lay the labels out once before the first zoom, so that the page as opened shows no label
+  // cut by the plot's edge or running into its neighbour.
+  apply();
+  landOnAnchor();
 })();

@@ -1,84 +1,123 @@
 //! report.html in a real browser: headless Chromium (Debian's `chromium`, which `.ci/run`
-//! installs) opens the split-brain report from a file URL. The page logs no console error, the
-//! DOM the page's script leaves behind still holds the timeline's lanes and the highlighted
-//! violation, and a screenshot is saved under `target/browser-test/`.
+//! installs) opens reports from file URLs and a driver script reads them as a student would
+//! (support/chromium.rs): no console error; the timeline's lanes and the highlighted violation in
+//! the DOM the page's script leaves; the legend's glyphs and token note; the narrative's routine
+//! lines hidden until the toggle; a repeated violation stepped through by its list (the timeline
+//! puts its marks in focus); no mark label clipped or overlapping, whole or zoomed; `#timeline` and
+//! `#narrative` links landing on their sections. Screenshots are saved under `target/tmp/`.
+//! The 600 s chaos report's browser test is in scenarios/tests/reports.rs (it runs the simulator).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use coordsim_checker::history::History;
-use coordsim_reports::{RunInput, RunSummary, run_report_html};
+use coordsim_reports::{RunInput, run_report_html};
 
 mod support;
 
-const CHROMIUM: &str = "/usr/bin/chromium";
+use support::chromium::{Browser, READER, Rendered};
+use support::{fixture, repeated};
 
-/// Chromium flags for a closed machine: no sandbox (root), no GPU, no background networking.
-fn chromium(profile: &Path) -> Command {
-    let mut command = Command::new(CHROMIUM);
-    command.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--virtual-time-budget=3000",
-        "--window-size=1400,1000",
-    ]);
-    command.arg(format!("--user-data-dir={}", profile.display()));
-    command
+fn html(name: &str, scenario_summary: &str) -> String {
+    let (history, summary) = fixture(name);
+    let mut input = RunInput::new(&history);
+    input.summary = Some(&summary);
+    input.scenario_summary = scenario_summary;
+    run_report_html(&input)
+}
+
+fn browser(name: &str) -> Browser {
+    Browser::new(Path::new(env!("CARGO_TARGET_TMPDIR")), &format!("browser-{name}"))
+}
+
+/// What every report must show a reader, whatever its run.
+fn assert_readable(what: &str, page: &Rendered) {
+    assert!(page.console_errors.is_empty(), "{what}: console errors: {:#?}", page.console_errors);
+    assert_eq!(page.body_attr("done").as_deref(), Some("1"), "{what}: the driver ran to its end");
+    assert!(page.dom.contains("<svg"), "{what}: the timeline's SVG is in the rendered DOM");
+    assert!(page.body_number("glyphs") >= 8.0, "{what}: the legend draws every glyph");
+    assert!(page.body_number("labels") > 0.0, "{what}: mark labels are drawn");
+    for prefix in ["", "zoomed-"] {
+        assert_eq!(page.body_number(&format!("{prefix}clipped")), 0.0, "{what}: {prefix}labels cut by the plot's edge");
+        assert_eq!(page.body_number(&format!("{prefix}overlaps")), 0.0, "{what}: {prefix}labels overlapping on a row");
+    }
+}
+
+/// The routine lines start hidden and the toggle, which counts them, shows them all.
+fn assert_folded(what: &str, page: &Rendered) {
+    let routine = page.body_number("routine");
+    assert!(routine > 0.0 && page.body_number("story") > 0.0, "{what}: story and routine lines");
+    assert_eq!(page.body_number("routine-hidden"), routine, "{what}: every routine line starts hidden");
+    assert_eq!(page.body_number("routine-hidden-after"), 0.0, "{what}: the toggle shows them");
+    let button = page.body_attr("routine-button").unwrap();
+    assert!(button.starts_with(&format!("hide {routine} routine lines")), "{what}: {button}");
 }
 
 #[test]
 fn the_split_brain_report_renders_in_chromium_without_errors() {
-    assert!(Path::new(CHROMIUM).exists(), "{CHROMIUM} is missing: install Debian's chromium (.ci/run does)");
-    let name = "split-brain-gc-pause-seed-1";
-    let history = History::from_json(&support::read(&format!("{name}/history.json"))).unwrap();
-    let summary = RunSummary::from_json(&support::read(&format!("{name}/summary.json"))).unwrap();
+    let browser = browser("split-brain");
+    let url =
+        browser.page("report.html", &html("split-brain-gc-pause-seed-1", "A GC pause outlives the lease"), READER);
+    let page = browser.render(&url);
+    assert_readable("split-brain", &page);
+    // Chromium serialises the DOM as HTML (void elements unclosed), so count by markup.
+    let lanes = page.dom.matches("class=\"lane ").count();
+    assert!(lanes >= 4, "a lane per node (c1, c2, resource, servers): {lanes} lanes");
+    let violations = page.dom.matches("class=\"band violation\"").count() + page.dom.matches("class=\"pt vl\"").count();
+    assert!(violations > 0, "the violation is highlighted");
+    let tokens = page.body_attr("tokens").unwrap();
+    assert!(tokens.contains("etcd store revisions"), "{tokens}");
+    assert_folded("split-brain", &page);
+    assert_eq!(page.body_number("scroll-y"), 0.0, "a plain URL opens at the top");
+    browser.screenshot(&url, "split-brain-report.png");
+}
+
+#[test]
+fn a_zookeeper_report_explains_czxids_and_draws_its_connection_states() {
+    let browser = browser("zookeeper");
+    let url = browser.page(
+        "report.html",
+        &html("zk-holder-cut-off-session-policy-seed-1", "A ZooKeeper holder cut off from its ensemble"),
+        READER,
+    );
+    let page = browser.render(&url);
+    assert_readable("zookeeper", &page);
+    let tokens = page.body_attr("tokens").unwrap();
+    assert!(tokens.contains("czxid"), "{tokens}");
+    assert!(page.dom.contains("<rect class=\"suspended\""), "a SUSPENDED span is drawn");
+    assert_folded("zookeeper", &page);
+    browser.screenshot(&url, "zookeeper-report.png");
+}
+
+#[test]
+fn a_repeated_violation_is_stepped_through_from_its_list() {
+    let (history, summary) = repeated(40);
     let mut input = RunInput::new(&history);
     input.summary = Some(&summary);
-    input.scenario_summary = "A GC pause outlives the lease";
-    let html = run_report_html(&input);
+    let browser = browser("repeated");
+    let url = browser.page("report.html", &run_report_html(&input), READER);
+    let page = browser.render(&url);
+    assert_readable("repeated", &page);
+    assert_eq!(page.body_number("repeats"), 40.0, "one article counts all 40");
+    assert_eq!(page.body_number("occurrences"), 40.0, "and lists them");
+    // Headless Chromium's --dump-dom runs no animation frame, so the zoom itself is not seen here.
+    assert!(page.body_number("focused") > 0.0, "clicking an occurrence puts its marks in focus");
+}
 
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-test");
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).unwrap();
-    let page = out.join("report.html");
-    std::fs::write(&page, html).unwrap();
-    let url = format!("file://{}", page.display());
-
-    let dom = chromium(&out.join("profile-dom")).arg("--dump-dom").arg(&url).output().expect("chromium runs");
-    assert!(dom.status.success(), "chromium --dump-dom failed: {}", String::from_utf8_lossy(&dom.stderr));
-    let dom_text = String::from_utf8_lossy(&dom.stdout);
-    let log = String::from_utf8_lossy(&dom.stderr);
-    let console_errors: Vec<&str> = log
-        .lines()
-        .filter(|line| line.contains("CONSOLE") && (line.contains("Uncaught") || line.contains("ERROR")))
-        .collect();
-    assert!(console_errors.is_empty(), "console errors: {console_errors:#?}");
-    // Chromium serialises the DOM as HTML (void elements unclosed), so count by markup.
-    assert!(dom_text.contains("<svg"), "the timeline's SVG is in the rendered DOM");
-    let lanes = dom_text.matches("class=\"lane ").count();
-    assert!(lanes >= 4, "a lane per node (c1, c2, resource, servers): {lanes} lanes");
-    let violations = dom_text.matches("class=\"band violation\"").count() + dom_text.matches("class=\"pt vl\"").count();
-    assert!(violations > 0, "the violation is highlighted");
-
-    let shot = out.join("split-brain-report.png");
-    let screenshot = chromium(&out.join("profile-shot"))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(&url)
-        .output()
-        .expect("chromium runs");
-    assert!(
-        screenshot.status.success(),
-        "chromium --screenshot failed: {}",
-        String::from_utf8_lossy(&screenshot.stderr)
-    );
-    let png = std::fs::read(&shot).expect("the screenshot was written");
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "a real PNG ({} bytes)", png.len());
+#[test]
+fn links_to_the_timeline_and_the_narrative_land_on_them() {
+    let browser = browser("anchors");
+    let report = html("split-brain-gc-pause-seed-1", "A GC pause outlives the lease");
+    let url = browser.page("report.html", &report, READER);
+    for section in ["timeline", "narrative"] {
+        let page = browser.render(&format!("{url}#{section}"));
+        let (y, at, height) = (
+            page.body_number("scroll-y"),
+            page.body_number(&format!("{section}-top")),
+            page.body_number("inner-height"),
+        );
+        assert!(y > 0.0, "#{section}: the page scrolled (scrollY {y})");
+        assert!(
+            (0.0..height / 2.0).contains(&at),
+            "#{section}: the section starts in the top half of the view ({at} px of {height})"
+        );
+    }
 }

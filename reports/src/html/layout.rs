@@ -55,38 +55,83 @@ pub struct Layout {
 /// A violation's label in the strip under the axis.
 #[derive(Clone, Debug)]
 pub struct StripLabel {
-    /// Index in `Timeline::highlights`.
+    /// Index in `Timeline::highlights` (the first violation the label stands for).
     pub highlight: usize,
     pub x: f64,
     /// Baseline of the label.
     pub y: f64,
+    /// Width reserved on its line, in plot units.
+    pub width: f64,
+    /// How many violations the label stands for (1: only its own).
+    pub count: usize,
+    /// Some of them are of other properties (the strip was full).
+    pub mixed: bool,
+}
+
+impl StripLabel {
+    /// `fencing`, `fencing ×12`, or `fencing +3` when the others are of other properties.
+    pub fn text(&self, property: &str) -> String {
+        match (self.count, self.mixed) {
+            (1, _) => property.to_string(),
+            (n, false) => format!("{property} ×{n}"),
+            (n, true) => format!("{property} +{}", n - 1),
+        }
+    }
 }
 
 /// Height of one line of violation labels.
 pub const STRIP_LINE: f64 = 11.0;
+/// Most lines of violation labels.
+pub const STRIP_LINES_MAX: usize = 3;
 
 impl Layout {
     pub fn new(timeline: &Timeline) -> Self {
         let end = timeline.end.max(1);
         let x = |at: u64| at.min(end) as f64 / end as f64 * plot_width();
-        // Violation labels go on the first line where they do not run into another one.
-        let mut strip = Vec::new();
+        // Violation labels go on the first line where they do not run into another one, on at
+        // most STRIP_LINES_MAX lines. A violation of the property whose label is still running
+        // there, or one with no line left, joins the nearest label before it, which counts it
+        // (`✗ fencing ×12`): a long run's repeats make one label, not a wall.
+        let mut strip: Vec<StripLabel> = Vec::new();
         let mut line_ends: Vec<f64> = Vec::new();
-        for (index, highlight) in timeline.highlights.iter().enumerate() {
-            if highlight.tone != Tone::Violation {
+        let mut order: Vec<usize> =
+            (0..timeline.highlights.len()).filter(|&i| timeline.highlights[i].tone == Tone::Violation).collect();
+        order.sort_by_key(|&i| timeline.highlights[i].start);
+        for index in order {
+            let highlight = &timeline.highlights[index];
+            let left = x(highlight.start);
+            // Room for the property and a count of up to three digits.
+            let width = (highlight.property.chars().count() + 7) as f64 * 5.2 + 6.0;
+            let running = strip
+                .iter_mut()
+                .rev()
+                .find(|l| timeline.highlights[l.highlight].property == highlight.property && l.x + l.width > left);
+            if let Some(label) = running {
+                label.count += 1;
                 continue;
             }
-            let left = x(highlight.start);
-            let width = (highlight.property.chars().count() + 2) as f64 * 5.2 + 6.0;
             let line = match line_ends.iter().position(|&end| end <= left) {
                 Some(line) => line,
-                None => {
+                None if line_ends.len() < STRIP_LINES_MAX => {
                     line_ends.push(f64::NEG_INFINITY);
                     line_ends.len() - 1
                 }
+                None => {
+                    let nearest = strip.iter_mut().rev().find(|l| l.x <= left).expect("a full strip has labels");
+                    nearest.count += 1;
+                    nearest.mixed = true;
+                    continue;
+                }
             };
             line_ends[line] = left + width;
-            strip.push(StripLabel { highlight: index, x: left, y: AXIS_HEIGHT + 9.0 + line as f64 * STRIP_LINE });
+            strip.push(StripLabel {
+                highlight: index,
+                x: left,
+                y: AXIS_HEIGHT + 9.0 + line as f64 * STRIP_LINE,
+                width,
+                count: 1,
+                mixed: false,
+            });
         }
         let mut y = AXIS_HEIGHT + line_ends.len() as f64 * STRIP_LINE;
         let mut lanes = Vec::with_capacity(timeline.lanes.len());

@@ -16,7 +16,7 @@ pub mod svg;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::timeline::{Axis, Timeline, Tone};
+use crate::timeline::{Axis, Shape, Timeline, Tone};
 use crate::xml::escape;
 
 /// Renders a timeline as a complete HTML page.
@@ -38,7 +38,7 @@ pub fn render(timeline: &Timeline) -> String {
     out.push_str("<div class=\"tlwrap\">\n");
     out.push_str(&svg::draw(timeline, &layout));
     out.push_str("</div>\n");
-    legend(&mut out, axis);
+    legend(&mut out, timeline, axis);
     out.push_str("</section>\n");
     narrative(&mut out, timeline, axis);
     linearizability(&mut out, timeline);
@@ -98,70 +98,163 @@ fn verdicts(out: &mut String, timeline: &Timeline) {
     out.push_str("</tbody>\n</table>\n</section>\n");
 }
 
+/// "What went wrong": one article per failing property, telling its first violation with the
+/// entries it rests on; a property that failed again says how often and lists every time, each a
+/// link into the timeline, so a long run's repeats step through instead of piling up.
 fn violations(out: &mut String, timeline: &Timeline, axis: Axis) {
-    let violations: Vec<_> = timeline.highlights.iter().filter(|h| h.tone == Tone::Violation).collect();
-    if violations.is_empty() {
+    let mut by_property: BTreeMap<&str, Vec<&crate::timeline::Highlight>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for highlight in timeline.highlights.iter().filter(|h| h.tone == Tone::Violation) {
+        let list = by_property.entry(highlight.property.as_str()).or_default();
+        if list.is_empty() {
+            order.push(highlight.property.as_str());
+        }
+        list.push(highlight);
+    }
+    if order.is_empty() {
         return;
     }
     out.push_str("<section id=\"violations\">\n<h2>What went wrong</h2>\n");
-    for highlight in violations {
-        let when = match highlight.end {
-            Some(end) if end > highlight.start => {
-                format!("{} – {}", axis.format(highlight.start), axis.format(end))
-            }
-            _ => axis.format(highlight.start),
+    // Properties in the order their first violation happened.
+    order.sort_by_key(|p| by_property[p].iter().map(|h| h.start).min());
+    for property in order {
+        let mut all = by_property[property].clone();
+        all.sort_by_key(|h| h.start);
+        let first = all[0];
+        let when = |h: &crate::timeline::Highlight| match h.end {
+            Some(end) if end > h.start => format!("{} – {}", axis.format(h.start), axis.format(end)),
+            _ => axis.format(h.start),
         };
-        let refs: Vec<String> = highlight.refs.iter().map(|r| r.to_string()).collect();
-        let expectation = match timeline.verdicts.iter().find(|v| v.property == highlight.property) {
+        let refs: Vec<String> = first.refs.iter().map(|r| r.to_string()).collect();
+        let expectation = match timeline.verdicts.iter().find(|v| v.property == first.property) {
             Some(v) if v.as_expected == Some(true) => " <span class=\"expected\">expected by the scenario</span>",
             Some(v) if v.as_expected == Some(false) => " <span class=\"unexpected\">NOT expected</span>",
             _ => "",
         };
+        let count =
+            if all.len() > 1 { format!(" <span class=\"count\">×{}</span>", all.len()) } else { String::new() };
         let _ = writeln!(
             out,
-            "<article class=\"violation\" data-property=\"{}\" data-t=\"{}\" data-e=\"{}\">\n<h3>✗ {} <time>{when}</time>{expectation}</h3>\n<p>{}</p>\n<ul class=\"entries\">",
-            escape(&highlight.property),
-            highlight.start,
+            "<article class=\"violation\" data-property=\"{}\" data-n=\"{}\" data-t=\"{}\" data-e=\"{}\">\n<h3>✗ {}{count} <time>{}</time>{expectation}</h3>\n<p>{}</p>\n<ul class=\"entries\">",
+            escape(&first.property),
+            all.len(),
+            first.start,
             refs.join(" "),
-            escape(&highlight.property),
-            escape(&highlight.message)
+            escape(&first.property),
+            when(first),
+            escape(&first.message)
         );
-        for &r in &highlight.refs {
+        for &r in &first.refs {
             if let Some(detail) = timeline.details.get(r) {
                 let _ = writeln!(out, "<li data-e=\"{r}\"><code>#{r}</code> {}</li>", escape(&describe(detail, axis)));
             }
         }
-        out.push_str("</ul>\n</article>\n");
+        out.push_str("</ul>\n");
+        if all.len() > 1 {
+            let last = all[all.len() - 1];
+            let _ = writeln!(
+                out,
+                "<details class=\"repeats\"><summary>{} violated {} times in all, the first at {}, the last at {}: step through them</summary>\n<ol class=\"occurrences\">",
+                escape(&first.property),
+                all.len(),
+                axis.format(first.start),
+                axis.format(last.start)
+            );
+            for highlight in &all {
+                let refs: Vec<String> = highlight.refs.iter().map(|r| r.to_string()).collect();
+                let _ = writeln!(
+                    out,
+                    "<li data-t=\"{}\" data-e=\"{}\"><time>{}</time> {}</li>",
+                    highlight.start,
+                    refs.join(" "),
+                    when(highlight),
+                    escape(&highlight.message)
+                );
+            }
+            out.push_str("</ol></details>\n");
+        }
+        out.push_str("</article>\n");
     }
     out.push_str("</section>\n");
 }
 
-fn legend(out: &mut String, axis: Axis) {
+/// What each shape on the timeline means: one glyph per meaning, each drawn with the symbol the
+/// timeline uses (`data-glyph` names it).
+pub fn glyph_meaning(shape: Shape) -> &'static str {
+    match shape {
+        Shape::Diamond => "lock granted",
+        Shape::Dot => "write accepted (red: a stale token accepted)",
+        Shape::Cross => "write rejected",
+        Shape::Ring => "lease expired / session LOST",
+        Shape::Tick => "keepalive answered",
+        Shape::Fall => "keepalive failed",
+        Shape::Flash => "instant fault (clock jump)",
+        Shape::Square => "other event (hover for its type)",
+    }
+}
+
+fn glyph(out: &mut String, shape: Shape, class: &str) {
+    let _ = write!(
+        out,
+        "<span class=\"glyph\" data-glyph=\"{id}\"><svg width=\"12\" height=\"12\" viewBox=\"-6 -6 12 12\" aria-hidden=\"true\"><use class=\"{class}\" href=\"#{id}\"/></svg>{}</span> ",
+        glyph_meaning(shape),
+        id = shape.symbol()
+    );
+}
+
+fn legend(out: &mut String, timeline: &Timeline, axis: Axis) {
     if axis == Axis::Steps {
         out.push_str("<p class=\"legend\"><span class=\"sw step\"></span>a step, numbered in order · <span class=\"sw opok\"></span>operation <span class=\"sw opinfo\"></span>unknown outcome · #n place in the longest linearizable prefix · <span class=\"sw opfail\"></span>could not be placed · <span class=\"sw violation\"></span>violation</p>\n");
         return;
     }
     out.push_str(
-        "<p class=\"legend\">\
+        "<div class=\"legend\" id=\"legend\">\n<p>\
 <span class=\"sw r-leader\"></span>leader <span class=\"sw r-follower\"></span>follower <span class=\"sw r-candidate\"></span>candidate · \
 <span class=\"sw lease\"></span>lease alive (as the cluster sees it) <span class=\"sw suspended\"></span>connection SUSPENDED (ZooKeeper) <span class=\"sw belief\"></span>client believes it holds the lock · \
 <span class=\"sw opok\"></span>operation ok <span class=\"sw opfail\"></span>failed <span class=\"sw opinfo\"></span>unknown outcome · \
-◆ grant · ● write accepted · <b class=\"stale\">●</b> stale write accepted · <b class=\"rej\">✕</b> write rejected / lease expired · \
-<span class=\"sw fault\"></span>fault · <span class=\"sw violation\"></span>violation <span class=\"sw observation\"></span>dual ownership\
-</p>\n",
+<span class=\"sw fault\"></span>fault <span class=\"sw violation\"></span>violation <span class=\"sw observation\"></span>dual ownership</p>\n<p class=\"glyphs\">",
     );
+    for shape in Shape::ALL {
+        let class = match shape {
+            Shape::Diamond => "m grant",
+            Shape::Dot => "m write accepted",
+            Shape::Cross => "m write rejected",
+            Shape::Ring => "m expiry",
+            Shape::Tick => "m keepalive",
+            Shape::Fall => "m keepalive failed",
+            Shape::Flash => "m fault",
+            Shape::Square => "m event",
+        };
+        glyph(out, shape, class);
+    }
+    out.push_str("</p>\n");
+    if !timeline.token_note.is_empty() {
+        let _ = writeln!(out, "<p class=\"tokens\" id=\"tokens\">{}</p>", escape(&timeline.token_note));
+    }
+    out.push_str("</div>\n");
 }
 
+/// "What happened": the story's lines, with the routine ones (leases granted, checkpoints, the
+/// user's events) in the list but hidden until the reader asks for them, and counted.
 fn narrative(out: &mut String, timeline: &Timeline, axis: Axis) {
     if timeline.narrative.is_empty() {
         return;
     }
-    out.push_str("<section id=\"narrative\">\n<h2>What happened</h2>\n<ol>\n");
-    for line in &timeline.narrative {
-        let refs: Vec<String> = line.refs.iter().map(|r| r.to_string()).collect();
+    out.push_str("<section id=\"narrative\">\n<h2>What happened</h2>\n");
+    let routine = timeline.narrative.iter().filter(|l| l.routine).count();
+    if routine > 0 {
         let _ = writeln!(
             out,
-            "<li class=\"n-{}\" data-t=\"{}\" data-e=\"{}\"><time>{}</time> {}</li>",
+            "<p class=\"fold\"><button type=\"button\" id=\"routine\" data-n=\"{routine}\" aria-pressed=\"false\">show {routine} routine lines (leases granted, checkpoints, other events)</button></p>"
+        );
+    }
+    out.push_str("<ol>\n");
+    for line in &timeline.narrative {
+        let refs: Vec<String> = line.refs.iter().map(|r| r.to_string()).collect();
+        let (class, hidden) = if line.routine { (" routine", " hidden=\"hidden\"") } else { ("", "") };
+        let _ = writeln!(
+            out,
+            "<li class=\"n-{}{class}\"{hidden} data-t=\"{}\" data-e=\"{}\"><time>{}</time> {}</li>",
             line.tone.css(),
             line.at,
             refs.join(" "),

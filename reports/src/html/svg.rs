@@ -75,6 +75,7 @@ fn defs(out: &mut String, plot: f64, height: f64) {
         "<defs><clipPath id=\"clip\"><rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\"/></clipPath>\
 <path id=\"dia\" d=\"M0,-5L4,0L0,5L-4,0Z\"/><circle id=\"dot\" r=\"3.5\"/>\
 <path id=\"x\" d=\"M-3.5,-3.5L3.5,3.5M3.5,-3.5L-3.5,3.5\"/><path id=\"tick\" d=\"M0,-4V4\"/>\
+<circle id=\"ring\" r=\"3.5\"/><path id=\"fall\" d=\"M-4,-3L4,-3L0,4Z\"/><path id=\"flash\" d=\"M0,-5L4.5,3.5L-4.5,3.5Z\"/>\
 <rect id=\"sq\" x=\"-3.5\" y=\"-3.5\" width=\"7\" height=\"7\"/>\
 <pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"6\" fill=\"#e0a800\" fill-opacity=\"0.35\"/></pattern>\
 </defs>",
@@ -307,9 +308,15 @@ fn draw_mark(out: &mut String, mark: &Mark, x: f64, y: f64, label_shown: bool) {
         refs_attr(&mark.refs)
     );
     if label_shown {
+        // A label near either end of the plot is moved inwards (`dx`) rather than cut by the
+        // clip ("romoted" for "promoted" at 0 s); the script does the same at every zoom.
+        let half = mark.label.chars().count() as f64 * CHAR_WIDTH / 2.0 + 1.0;
+        let plot = layout::plot_width();
+        let inside = if plot > 2.0 * half { x.clamp(half, plot - half) } else { x };
+        let dx = if (inside - x).abs() > 0.005 { format!(" dx=\"{}\"", num(inside - x)) } else { String::new() };
         let _ = writeln!(
             out,
-            "<text class=\"pt ml{}\" x=\"{}\" y=\"{}\">{}</text>",
+            "<text class=\"pt ml{}\" x=\"{}\"{dx} y=\"{}\">{}</text>",
             if is_bad(&mark.class) { " bad" } else { "" },
             num(x),
             num(y - 7.0),
@@ -329,11 +336,12 @@ fn highlight_labels(out: &mut String, timeline: &Timeline, layout: &Layout) {
         let highlight = &timeline.highlights[label.highlight];
         let _ = writeln!(
             out,
-            "<text class=\"pt vl\" x=\"{}\" dx=\"3\" y=\"{}\"{}>✗ {}</text>",
+            "<text class=\"pt vl\" x=\"{}\" dx=\"3\" y=\"{}\" data-n=\"{}\"{}>✗ {}</text>",
             num(label.x),
             num(label.y),
+            label.count,
             refs_attr(&highlight.refs),
-            escape(&highlight.property)
+            escape(&label.text(&highlight.property))
         );
     }
 }

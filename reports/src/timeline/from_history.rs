@@ -90,6 +90,7 @@ pub fn build(input: &RunInput<'_>) -> Timeline {
         highlights: Vec::new(),
         verdicts: Vec::new(),
         narrative: Vec::new(),
+        token_note: token_note(history),
         narrative_omitted: 0,
         details: history.entries.iter().map(|e| serde_json::to_value(e).expect("an entry always serializes")).collect(),
         clocks: builder.clocks.clone(),
@@ -109,6 +110,43 @@ pub fn build(input: &RunInput<'_>) -> Timeline {
     timeline.narrative = lines;
     timeline.narrative_omitted = omitted;
     timeline
+}
+
+/// A token as drawn on the timeline: itself, or `epoch:counter` for a ZooKeeper zxid whose high
+/// 32 bits hold the leader's epoch (a real ensemble's czxid is ten digits long: 4294967299 is
+/// `1:3`). ZooKeeper's `ZxidUtils` splits a zxid the same way.
+pub fn token_label(token: i64) -> String {
+    if token >= 1 << 32 { format!("{}:{}", token >> 32, token & 0xffff_ffff) } else { token.to_string() }
+}
+
+/// What the fencing tokens of this run are, read off the history: a ZooKeeper client records its
+/// connection states, a Redlock client its calls to the Redis servers, and every other lock in
+/// coordsim is etcd's (the holder's key's create revision). Empty when no lock was granted.
+fn token_note(history: &History) -> String {
+    let mut tokens = history.entries.iter().filter_map(|e| match &e.event {
+        Event::Ok { ret: Return::Locked { token, .. }, .. } => Some(*token),
+        _ => None,
+    });
+    let Some(first) = tokens.next() else {
+        return String::new();
+    };
+    let epochs = first >= 1 << 32 || tokens.any(|t| t >= 1 << 32);
+    let zookeeper = history.entries.iter().any(|e| matches!(e.event, Event::Connection { .. }));
+    let redlock = history
+        .entries
+        .iter()
+        .any(|e| matches!(&e.event, Event::Invoke { call: Call::Api { api, .. }, .. } if api == "redis"));
+    if redlock {
+        "Tokens here are the order in which clients learned they held the Redlock (1, 2, 3, …), counted by coordsim: Redlock gives no fencing token, so the resource cannot check them.".to_string()
+    } else if zookeeper {
+        let mut note = "Tokens are the czxid of the holder's lock znode: the zxid of the transaction that created it. Every transaction the ensemble commits (any client's creates, deletes and data changes; on a real ensemble, session creations and closes too) advances the zxid, so tokens grow but skip numbers.".to_string();
+        if epochs {
+            note.push_str(" A zxid's high 32 bits are the leader's epoch: the timeline shows a token as epoch:counter (4294967299 is 1:3).");
+        }
+        note
+    } else {
+        "Tokens are etcd store revisions: the create revision of the holder's lock key. Every change to the store by any client (each put, delete and txn, and the deletion of an expired lease's keys) advances the revision by one, while lease grants and keepalives do not, so tokens grow but skip numbers.".to_string()
+    }
 }
 
 fn facts(history: &History, summary: Option<&RunSummary>, system: Option<&str>) -> Vec<(String, String)> {
@@ -374,7 +412,7 @@ impl Builder {
                 }
                 let row =
                     if self.several_resources { format!("{ROW_WRITES} {resource}") } else { ROW_WRITES.to_string() };
-                let label = token.to_string();
+                let label = token_label(*token);
                 self.push_mark(node, &row, Mark::new(t, shape, class, label).refs(refs));
             }
             Event::Role { role, term } => self.role(index, t, node, &serde_name(role), *term),
@@ -403,7 +441,7 @@ impl Builder {
 
     fn op_failed(&mut self, index: usize, t: u64, open: &OpenOp) {
         if let Call::LeaseKeepAlive { .. } = open.call {
-            let mark = Mark::new(t, Shape::Cross, "keepalive failed", "").refs(vec![open.index, index]);
+            let mark = Mark::new(t, Shape::Fall, "keepalive failed", "").refs(vec![open.index, index]);
             self.push_mark(&open.node, ROW_LEASE, mark);
         }
     }
@@ -419,7 +457,8 @@ impl Builder {
                 self.push_mark(&entry.node, ROW_LEASE, mark);
             }
             Return::Locked { token, .. } => {
-                let mark = Mark::new(t, Shape::Diamond, "grant", format!("grant {token}")).refs(vec![index]);
+                let mark =
+                    Mark::new(t, Shape::Diamond, "grant", format!("grant {}", token_label(*token))).refs(vec![index]);
                 self.push_mark(&entry.node, ROW_HOLDS, mark);
             }
             Return::LeaseRevoked => {
@@ -440,11 +479,11 @@ impl Builder {
 
     fn lease_expiry(&mut self, index: usize, t: u64, node: &str, lease: i64) {
         let label = format!("lease {lease} expired");
-        self.push_mark(node, ROW_EVENTS, Mark::new(t, Shape::Cross, "expiry", label.clone()).refs(vec![index]));
+        self.push_mark(node, ROW_EVENTS, Mark::new(t, Shape::Ring, "expiry", label.clone()).refs(vec![index]));
         let client = self.leases.get(&lease).map(|l| l.client.clone());
         self.end_lease(lease, index, t, "lease expired");
         if let Some(client) = client {
-            self.push_mark(&client, ROW_LEASE, Mark::new(t, Shape::Cross, "expiry", "expired").refs(vec![index]));
+            self.push_mark(&client, ROW_LEASE, Mark::new(t, Shape::Ring, "expiry", "expired").refs(vec![index]));
         }
     }
 
@@ -462,7 +501,7 @@ impl Builder {
                     self.push_span(node, ROW_LEASE, Packing::Single, span);
                 }
                 if state == ConnectionState::Lost {
-                    let mark = Mark::new(t, Shape::Cross, "expiry", "session LOST").refs(vec![index]);
+                    let mark = Mark::new(t, Shape::Ring, "expiry", "session LOST").refs(vec![index]);
                     self.push_mark(node, ROW_LEASE, mark);
                 }
             }
@@ -477,7 +516,8 @@ impl Builder {
             }
             Phase::End => {
                 if let Some((start, first)) = self.beliefs.remove(&key) {
-                    let span = Span::new(start, t, "belief", format!("token {token}")).refs(vec![first, index]);
+                    let span =
+                        Span::new(start, t, "belief", format!("token {}", token_label(token))).refs(vec![first, index]);
                     self.push_span(node, ROW_HOLDS, Packing::Single, span);
                 }
             }
@@ -510,11 +550,11 @@ impl Builder {
         };
         let is_clock = kind.starts_with("clock");
         if end <= start && !open {
-            let mark = Mark::new(start, Shape::Tick, format!("fault k-{ident}"), label).refs(refs.clone());
+            let mark = Mark::new(start, Shape::Flash, format!("fault k-{ident}"), label).refs(refs.clone());
             self.push_mark(FAULTS_LANE, ROW_FAULTS, mark);
             for target in &fault.targets {
                 if is_clock && self.lane_of.contains_key(target.as_str()) {
-                    let mark = Mark::new(start, Shape::Tick, format!("fault k-{ident}"), fault.detail.clone())
+                    let mark = Mark::new(start, Shape::Flash, format!("fault k-{ident}"), fault.detail.clone())
                         .refs(refs.clone());
                     self.push_mark(target, ROW_CLOCK, mark);
                 }
@@ -575,7 +615,7 @@ impl Builder {
             clocks.entry(node.to_string()).or_default().push(segment);
             return;
         }
-        let mark = Mark::new(time_ns, Shape::Dot, format!("event t-{}", css_ident(&kind)), kind.replace('_', " "))
+        let mark = Mark::new(time_ns, Shape::Square, format!("event t-{}", css_ident(&kind)), kind.replace('_', " "))
             .refs(vec![index]);
         self.push_mark(node, ROW_EVENTS, mark);
     }
@@ -610,7 +650,7 @@ impl Builder {
         }
         let beliefs = std::mem::take(&mut self.beliefs);
         for ((node, _lock, token), (start, index)) in beliefs {
-            let mut span = Span::new(start, end, "belief", format!("token {token}")).refs(vec![index]);
+            let mut span = Span::new(start, end, "belief", format!("token {}", token_label(token))).refs(vec![index]);
             span.open = true;
             self.push_span(&node, ROW_HOLDS, Packing::Single, span);
         }
@@ -697,7 +737,7 @@ fn op_label(call: &Call) -> String {
     match call {
         Call::Lock { .. } => "lock".to_string(),
         Call::Unlock { .. } => "unlock".to_string(),
-        Call::Write { token, value, .. } => format!("write {value} t{token}"),
+        Call::Write { token, value, .. } => format!("write {value} t{}", token_label(*token)),
         Call::LeaseGrant { .. } => "lease grant".to_string(),
         Call::LeaseKeepAlive { .. } => "keepalive".to_string(),
         Call::LeaseRevoke { .. } => "revoke".to_string(),

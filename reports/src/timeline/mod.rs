@@ -65,6 +65,9 @@ pub struct Timeline {
     pub highlights: Vec<Highlight>,
     pub verdicts: Vec<VerdictRow>,
     pub narrative: Vec<Line>,
+    /// What a fencing token is in this run and why the numbers skip (one sentence or two; empty
+    /// when the run has no tokens).
+    pub token_note: String,
     /// Lines left out of the narrative to keep it short.
     pub narrative_omitted: usize,
     /// What a reference (an index in `refs`) points at: one JSON object each, shown on hover.
@@ -189,29 +192,42 @@ impl Span {
     }
 }
 
-/// The shape of a point event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The shape of a point event: one shape per meaning, each in the page's legend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Shape {
     /// A grant.
     Diamond,
-    /// An accepted write; an unknown event.
+    /// An accepted write (red when stale).
     Dot,
-    /// A rejected write; a lease expiry.
+    /// A rejected write.
     Cross,
-    /// A keepalive; a minor event.
+    /// A lease expired, or a session the client learned was expired (LOST).
+    Ring,
+    /// A keepalive answered.
     Tick,
-    /// A step of a trace.
+    /// A keepalive that failed or went unanswered.
+    Fall,
+    /// A fault that happens at an instant (a clock jump).
+    Flash,
+    /// Any other event, named by its type on hover; on a trace's axis, a step.
     Square,
 }
 
 impl Shape {
+    /// Every shape, in the legend's order.
+    pub const ALL: [Shape; 8] =
+        [Shape::Diamond, Shape::Dot, Shape::Cross, Shape::Ring, Shape::Tick, Shape::Fall, Shape::Flash, Shape::Square];
+
     /// The id of the shape's `<symbol>` in the page.
     pub fn symbol(self) -> &'static str {
         match self {
             Shape::Diamond => "dia",
             Shape::Dot => "dot",
             Shape::Cross => "x",
+            Shape::Ring => "ring",
             Shape::Tick => "tick",
+            Shape::Fall => "fall",
+            Shape::Flash => "flash",
             Shape::Square => "sq",
         }
     }
@@ -278,6 +294,9 @@ pub struct Line {
     pub text: String,
     pub refs: Vec<usize>,
     pub tone: LineTone,
+    /// Routine (a lease granted, a checkpoint, a user's event): folded behind a toggle, so the
+    /// story (grants, releases, faults, expiries, leader changes, violations) reads first.
+    pub routine: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

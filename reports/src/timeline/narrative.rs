@@ -102,7 +102,8 @@ impl<'h> Story<'h> {
     }
 
     fn say(&mut self, rank: Rank, tone: LineTone, at: u64, refs: Vec<usize>, text: String) {
-        self.drafts.push(Draft { rank, line: Line { at, text, refs, tone } });
+        let routine = rank == Rank::Detail;
+        self.drafts.push(Draft { rank, line: Line { at, text, refs, tone, routine } });
     }
 
     fn entry(&mut self, index: usize, entry: &coordsim_checker::history::Entry) {
@@ -291,7 +292,7 @@ impl<'h> Story<'h> {
                 match reason {
                     Some("unlocked") | None => {
                         let text = format!("{node} released {lock} (token {token})");
-                        self.say(Rank::Detail, LineTone::Plain, t, vec![index], text);
+                        self.say(Rank::Key, LineTone::Plain, t, vec![index], text);
                     }
                     Some(reason) => {
                         let text = format!("{node} stops believing it holds {lock} (token {token}): {reason}");

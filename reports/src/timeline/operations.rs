@@ -78,7 +78,13 @@ pub fn build(title: &str, axis: Axis, ops: &[OpRecord], panel: Option<&LinPanel>
                 refs: vec![index],
                 lanes: vec![op.client.clone()],
             });
-            narrative.push(Line { at: op.call_ns, text: message, refs: vec![index], tone: LineTone::Bad });
+            narrative.push(Line {
+                at: op.call_ns,
+                text: message,
+                refs: vec![index],
+                tone: LineTone::Bad,
+                routine: false,
+            });
         }
         let mut span = Span::new(op.call_ns, stop, class, label).refs(vec![index]);
         span.open = open;

@@ -59,6 +59,7 @@ pub fn build(title: &str, steps: &[Step], violation: Option<&Violation>) -> Time
             text: format!("{}: {}", step.actor, step.action),
             refs: vec![index],
             tone: LineTone::Plain,
+            routine: false,
         });
     }
     let mut highlights = Vec::new();
@@ -86,6 +87,7 @@ pub fn build(title: &str, steps: &[Step], violation: Option<&Violation>) -> Time
             text: format!("✗ {} violated: {}", violation.property, violation.message),
             refs: vec![],
             tone: LineTone::Bad,
+            routine: false,
         });
     }
     Timeline {

@@ -4,7 +4,12 @@
 
 #![allow(dead_code)]
 
+pub mod chromium;
+
 use std::path::{Path, PathBuf};
+
+use coordsim_checker::history::History;
+use coordsim_reports::RunSummary;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
@@ -237,4 +242,28 @@ pub fn keep(name: &str, text: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&path, text).unwrap();
     path
+}
+
+/// A recorded run under reports/tests/data: its history and its summary.
+pub fn fixture(name: &str) -> (History, RunSummary) {
+    (
+        History::from_json(&read(&format!("{name}/history.json"))).unwrap(),
+        RunSummary::from_json(&read(&format!("{name}/summary.json"))).unwrap(),
+    )
+}
+
+/// The split-brain run with its one mutual_exclusion finding repeated `n` times, 100 ms apart
+/// and ending at the original: a long run's wall of the same violation.
+pub fn repeated(n: usize) -> (History, RunSummary) {
+    let (history, mut summary) = fixture("split-brain-gc-pause-seed-1");
+    let outcome = summary.outcomes.iter_mut().find(|o| o.report.property == "mutual_exclusion").unwrap();
+    let first = outcome.report.findings[0].clone();
+    outcome.report.findings = (0..n as u64)
+        .map(|i| {
+            let mut f = first.clone();
+            f.time_ns = first.time_ns.saturating_sub(i * 100_000_000);
+            f
+        })
+        .collect();
+    (history, summary)
 }
