@@ -33,35 +33,59 @@
   var cursor = document.getElementById("cursor");
   var readout = document.getElementById("readout");
   var tip = document.getElementById("tip");
-  var CHAR = 4.6;
   // Deepest zoom: 10 us across the plot (or 2 steps).
   var KMAX = STEPS ? Math.max(1, END / 2) : Math.max(1, END / 1e4);
   var k = 1, tx = 0;
   var each = function (list, f) { Array.prototype.forEach.call(list, f); };
 
+  // A label's width as the browser draws it, in the font its class gives it, measured on a canvas
+  // once per text and class: a per-character estimate ran labels of the real font into each other.
+  var measure = (function () {
+    var canvas = document.createElement("canvas"), ctx = canvas.getContext && canvas.getContext("2d");
+    var fonts = {}, widths = {};
+    return function (text, cls) {
+      if (!ctx) return text.length * 4.6;
+      var font = fonts[cls];
+      if (font === undefined) {
+        var probe = document.createElementNS(NS, "text");
+        probe.setAttribute("class", cls);
+        zp.appendChild(probe);
+        var s = window.getComputedStyle(probe);
+        font = fonts[cls] = s.fontWeight + " " + s.fontSize + " " + s.fontFamily;
+        zp.removeChild(probe);
+      }
+      var key = cls + "\n" + text;
+      if (!(key in widths)) { ctx.font = font; widths[key] = ctx.measureText(text).width; }
+      return widths[key];
+    };
+  })();
+
   // Things drawn at an instant move with the zoom but keep their size: marks and labels, placed
-  // by their x. Span labels (`.sl`, with the span's width in data-w) show when the span is wide
-  // enough; mark labels (`.ml`) show where they do not run into their neighbour on the same row.
-  var pts = [], spanLabels = [], rows = {};
-  function label(x, y, text, w, cls) {
-    var l = { x: x, y: y, w: w, text: text, len: text.length * CHAR + 4, el: null, cls: cls };
-    if (w === null) (rows[y] = rows[y] || []).push(l); else spanLabels.push(l);
-    return l;
+  // by their x. Every label belongs to a row (its y): a span's label (`.sl`, the span's width in
+  // data-w) shows when the span is wide enough, a mark's label (`.ml`) where it has room; on a row
+  // no two shown labels touch. Red labels (a stale write accepted, a write rejected) get their
+  // room first, then other mark labels, then span labels.
+  var pts = [], violations = [], rows = {}, GAP = 2;
+  function label(x, y, text, w, cls, el) {
+    var l = { x: x, y: y, w: w, text: text, el: el, cls: cls };
+    l.len = measure(text, cls) + (w === null ? 0 : 2);
+    l.tier = w !== null ? 2 : /\bbad\b/.test(cls) ? 0 : 1;
+    (rows[y] = rows[y] || []).push(l);
   }
   each(svg.querySelectorAll(".pt"), function (el) {
     var x = +el.getAttribute("x"), y = +el.getAttribute("y");
-    if (el.classList.contains("sl")) { label(x, y, el.textContent, +el.getAttribute("data-w"), null).el = el; return; }
-    if (el.classList.contains("ml")) { label(x, y, el.textContent, null, null).el = el; return; }
+    if (el.classList.contains("sl")) { label(x, y, el.textContent, +el.getAttribute("data-w"), "pt sl", el); return; }
+    if (el.classList.contains("ml")) { label(x, y, el.textContent, null, el.getAttribute("class"), el); return; }
     pts.push({ el: el, x: x });
+    if (el.classList.contains("vl")) violations.push({ el: el, x: x, len: measure(el.textContent, "pt vl") });
     var lazy = el.getAttribute("data-l");
-    if (lazy !== null) label(x, y - 7, lazy, null, el.classList.contains("stale") || el.classList.contains("rejected") ? "pt ml bad" : "pt ml");
+    if (lazy !== null) label(x, y - 7, lazy, null, el.classList.contains("stale") || el.classList.contains("rejected") ? "pt ml bad" : "pt ml", null);
   });
   // Spans whose label had no room at zoom 1.
   each(zs.querySelectorAll("rect[data-l]"), function (el) {
     var y = +el.getAttribute("y") + +el.getAttribute("height") - 2;
-    label(+el.getAttribute("x"), y, el.getAttribute("data-l"), +el.getAttribute("width"), "pt sl");
+    label(+el.getAttribute("x"), y, el.getAttribute("data-l"), +el.getAttribute("width"), "pt sl", null);
   });
-  Object.keys(rows).forEach(function (y) { rows[y].sort(function (a, b) { return a.x - b.x; }); });
 
   // Detail index -> the elements that stand for it.
   var byRef = {};
@@ -111,15 +135,43 @@
       zp.appendChild(l.el);
     }
     l.el.classList.remove("hid");
-    if (l.w === null) {
-      // A mark's label stays whole inside the plot: moved inwards near either end.
-      var half = l.len / 2;
-      if (PW > 2 * half) x = Math.min(Math.max(x, half), PW - half);
-      l.el.removeAttribute("dx");
-    }
+    if (l.w === null) l.el.removeAttribute("dx");
     l.el.setAttribute("x", x.toFixed(1));
   }
   function onScreen(x, right) { return right >= -60 && x <= PW + 60; }
+
+  // Where a row's label would go at this zoom, as [left, right] and its text's x; null when it
+  // has no place (its mark off screen, its span too narrow). A mark's label stays whole inside
+  // the plot: moved inwards near either end.
+  function spot(l) {
+    var x = l.x * k + tx;
+    if (l.w === null) {
+      if (!onScreen(x, x)) return null;
+      var half = l.len / 2;
+      if (PW > 2 * half) x = Math.min(Math.max(x, half), PW - half);
+      return { l: l, at: x, left: x - half, right: x + half };
+    }
+    // A span label sticks to the left edge of the plot while its span runs past it.
+    var left = Math.max(x, 0), right = Math.min(x + l.w * k, PW);
+    return right - left >= l.len + GAP ? { l: l, at: left, left: left, right: left + l.len } : null;
+  }
+  // Shows, tier by tier, each label that touches none already shown on its row.
+  function layRow(row) {
+    var spots = [], shown = [];
+    row.forEach(function (l) { var s = spot(l); if (s) spots.push(s); else place(l, 0, false); });
+    spots.sort(function (a, b) { return a.left - b.left; });
+    for (var tier = 0; tier <= 2; tier++) {
+      var last = -Infinity, j = 0, taken = [];
+      spots.forEach(function (s) {
+        if (s.l.tier !== tier) return;
+        while (j < shown.length && shown[j].right + GAP <= s.left) j++;
+        s.show = s.left >= last + GAP && (j === shown.length || shown[j].left >= s.right + GAP);
+        if (s.show) { last = s.right; taken.push(s); }
+      });
+      shown = shown.concat(taken).sort(function (a, b) { return a.left - b.left; });
+    }
+    spots.forEach(function (s) { place(s.l, s.at, s.show); });
+  }
 
   function apply() {
     zs.setAttribute("transform", "translate(" + tx.toFixed(3) + ",0) scale(" + k + ",1)");
@@ -128,20 +180,12 @@
       p.el.classList.toggle("off", !on);
       if (on) p.el.setAttribute("x", x.toFixed(1));
     }
-    // A span label sticks to the left edge of the plot while its span runs past it.
-    spanLabels.forEach(function (l) {
-      var x = Math.max(l.x * k + tx, 0), right = Math.min(l.x * k + tx + l.w * k, PW);
-      place(l, x, right - x >= l.len);
+    // A violation's label starts just right of its line, or ends at the plot's right edge.
+    violations.forEach(function (v) {
+      var x = v.x * k + tx;
+      v.el.setAttribute("dx", Math.min(3, PW - x - v.len - 1).toFixed(1));
     });
-    Object.keys(rows).forEach(function (y) {
-      var last = -Infinity;
-      rows[y].forEach(function (l) {
-        var x = l.x * k + tx;
-        var show = onScreen(x, x) && x - l.len / 2 - 2 >= last;
-        if (show) last = x + l.len / 2;
-        place(l, x, show);
-      });
-    });
+    Object.keys(rows).forEach(function (y) { layRow(rows[y]); });
     drawAxis();
   }
   var pending = false;

@@ -58,6 +58,8 @@ pub struct StripLabel {
     /// Index in `Timeline::highlights` (the first violation the label stands for).
     pub highlight: usize,
     pub x: f64,
+    /// How far left of its line the label starts, in plot units, so that it ends inside the plot.
+    pub shift: f64,
     /// Baseline of the label.
     pub y: f64,
     /// Width reserved on its line, in plot units.
@@ -102,15 +104,15 @@ impl Layout {
             let left = x(highlight.start);
             // Room for the property and a count of up to three digits.
             let width = (highlight.property.chars().count() + 7) as f64 * 5.2 + 6.0;
-            let running = strip
-                .iter_mut()
-                .rev()
-                .find(|l| timeline.highlights[l.highlight].property == highlight.property && l.x + l.width > left);
+            let shift = (left + width - plot_width()).max(0.0).min(left);
+            let running = strip.iter_mut().rev().find(|l| {
+                timeline.highlights[l.highlight].property == highlight.property && l.x - l.shift + l.width > left
+            });
             if let Some(label) = running {
                 label.count += 1;
                 continue;
             }
-            let line = match line_ends.iter().position(|&end| end <= left) {
+            let line = match line_ends.iter().position(|&end| end <= left - shift) {
                 Some(line) => line,
                 None if line_ends.len() < STRIP_LINES_MAX => {
                     line_ends.push(f64::NEG_INFINITY);
@@ -123,10 +125,11 @@ impl Layout {
                     continue;
                 }
             };
-            line_ends[line] = left + width;
+            line_ends[line] = left - shift + width;
             strip.push(StripLabel {
                 highlight: index,
                 x: left,
+                shift,
                 y: AXIS_HEIGHT + 9.0 + line as f64 * STRIP_LINE,
                 width,
                 count: 1,

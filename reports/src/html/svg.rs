@@ -336,8 +336,9 @@ fn highlight_labels(out: &mut String, timeline: &Timeline, layout: &Layout) {
         let highlight = &timeline.highlights[label.highlight];
         let _ = writeln!(
             out,
-            "<text class=\"pt vl\" x=\"{}\" dx=\"3\" y=\"{}\" data-n=\"{}\"{}>✗ {}</text>",
+            "<text class=\"pt vl\" x=\"{}\" dx=\"{}\" y=\"{}\" data-n=\"{}\"{}>✗ {}</text>",
             num(label.x),
+            num(3.0 - label.shift),
             num(label.y),
             label.count,
             refs_attr(&highlight.refs),
