@@ -896,6 +896,33 @@ fn fairness_does_not_count_a_waiter_whose_lease_ended() {
     assert_eq!(b.verdict(Property::Fairness), Verdict::Pass);
 }
 
+#[test]
+fn fairness_counts_a_regrant_of_the_same_token_as_the_entry_it_already_had() {
+    // c2 holds (token 3, asked at 0.1 s); its unlock at 1 s times out and never applies; c3 asks
+    // at 0.2 s and waits (its wakeup at 0.5 s); c2 asks again at 1.5 s and is granted token 3, its
+    // old entry, ahead of c3: no overtaking, c2's entry was older.
+    let mut b = Builder::new();
+    b.grant(100, 110, "c2", 2, 3).lock(200, 0, "c3", 3, None).wakeup(500, "c3");
+    let call = Call::Unlock { name: "/l".into(), key: "/l/c2".into() };
+    b.op(1000, 1400, "c2", call, Some(End::Info));
+    b.grant(1500, 1510, "c2", 2, 3);
+    assert_eq!(b.verdict(Property::Fairness), Verdict::Pass);
+    // A new token at 1.5 s would be a new entry, behind c3's: overtaken.
+    b.grant(1600, 1610, "c2", 2, 9);
+    assert_eq!(b.verdict(Property::Fairness), Verdict::Fail);
+}
+
+#[test]
+fn fairness_passes_the_recorded_history_of_seed_1757() {
+    // The switch-off run that failed fairness in `sweep --seeds 601..2000` (issue 21), as the
+    // simulator recorded it at 900c099 (37 s, 509 entries): c2's lock at 24.208 s found its old key.
+    let text = include_str!("data/histories/swarm-deposed-leader-expires-leases-1757.json");
+    let history = History::from_json(text).expect("a recorded history");
+    let report = Property::Fairness.check(&history);
+    assert_eq!(report.verdict, Verdict::Pass, "{:?}", report.findings);
+    assert_mentions(&report.summary, &["none overtaken"]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The history format: the new events' JSON is what history.rs documents for runners.
 
