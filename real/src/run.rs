@@ -363,8 +363,17 @@ async fn drive<C: Cluster>(
             term += 1;
             // The one the cluster no longer names leader is recorded as following, so that a
             // timeline never shows two leaders (a crashed or partitioned old leader included).
-            if let Some(old) = &last_leader {
-                journal.record(old, Event::Role { role: RaftRole::Follower, term });
+            match &last_leader {
+                Some(old) => journal.record(old, Event::Role { role: RaftRole::Follower, term }),
+                // The first leader named: every server up then follows it, so the report draws
+                // follower lanes from the start, as the simulator's does.
+                None => {
+                    for server in (1..=scenario.cluster.servers).map(|i| format!("s{i}")) {
+                        if server != leader && count(&timeline.crashed, &server) == 0 {
+                            journal.record(&server, Event::Role { role: RaftRole::Follower, term });
+                        }
+                    }
+                }
             }
             journal.record(&leader, Event::Role { role: RaftRole::Leader, term });
             last_leader = Some(leader);
