@@ -189,10 +189,14 @@
     drawAxis();
   }
   var pending = false;
+  // The next frame lays the plot out once however many zoom steps came before it; a page that
+  // draws no frames (a background tab, a headless dump) gets the same layout from a timer.
   function schedule() {
     if (pending) return;
     pending = true;
-    window.requestAnimationFrame(function () { pending = false; apply(); });
+    var run = function () { if (pending) { pending = false; apply(); } };
+    window.requestAnimationFrame(run);
+    window.setTimeout(run, 100);
   }
   function zoomAt(factor, px) {
     var nk = Math.min(KMAX, Math.max(1, k * factor));
