@@ -5,9 +5,12 @@
 //!   tries every order allowed by real time.
 
 use coordsim_checker::linearizability::models::{
-    MutexInput, MutexModel, MutexOutput, RegisterInput, RegisterModel, RegisterOutput,
+    KvInput, KvModel, KvOp, KvOutput, MutexInput, MutexModel, MutexOutput, RegisterInput, RegisterModel,
+    RegisterOutput, Txn, TxnCompare,
 };
-use coordsim_checker::linearizability::{CheckOptions, Model, Operation, RETURN_NEVER, Verdict, check};
+use coordsim_checker::linearizability::{
+    CheckOptions, Model, Operation, RETURN_NEVER, Verdict, check, drop_unobserved_puts,
+};
 use proptest::prelude::*;
 
 type In = RegisterInput<i64>;
@@ -164,8 +167,56 @@ fn tiny_mutex_history() -> impl Strategy<Value = Vec<Operation<MutexInput, Mutex
     })
 }
 
+type KvOpOf = Operation<KvInput<u8, u8>, KvOutput<u8>>;
+
+/// Up to 7 operations on two keys with three values (so that values repeat and collide): puts
+/// (a third of them unknown), gets, deletes and compare-and-swaps, known or unknown.
+fn tiny_kv_history() -> impl Strategy<Value = Vec<KvOpOf>> {
+    // Kinds: 0-2 put, 3-4 get, 5 delete, 6-8 compare-and-swap; key 1 one time in four.
+    let key = prop::bool::weighted(0.25).prop_map(u8::from);
+    let one = (0..9u8, key, 0..3u8, 0..3u8, any::<bool>(), prop::bool::weighted(0.35), 0..40u64, 0..20u64);
+    prop::collection::vec(one, 0..=7).prop_map(|ops| {
+        ops.into_iter()
+            .enumerate()
+            .map(|(index, (kind, key, a, b, flag, lost, call, length))| {
+                let (input, output) = match kind {
+                    0..=2 => (KvInput::Op(KvOp::Put(key, a)), KvOutput::Done),
+                    3 | 4 => (KvInput::Op(KvOp::Get(key)), KvOutput::Get(flag.then_some(a))),
+                    5 => (KvInput::Op(KvOp::Delete(key)), KvOutput::Deleted { existed: flag }),
+                    _ => (
+                        KvInput::Txn(Txn {
+                            compare: vec![TxnCompare { key, value: Some(a) }],
+                            success: vec![KvOp::Put(key, b)],
+                            failure: Vec::new(),
+                        }),
+                        KvOutput::Txn { succeeded: flag, gets: Vec::new() },
+                    ),
+                };
+                Operation {
+                    id: index as u64,
+                    client: index as u64,
+                    input,
+                    output: (!lost).then_some(output),
+                    call_ns: call,
+                    return_ns: if lost { RETURN_NEVER } else { call + length },
+                }
+            })
+            .collect()
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    /// Dropping the unknown puts nothing could observe never changes the verdict (the oracle
+    /// judges the whole history, the checker the pruned one).
+    #[test]
+    fn dropping_unobserved_puts_keeps_the_verdict(history in tiny_kv_history()) {
+        let model = KvModel::<u8, u8>::new();
+        let mut pruned = history.clone();
+        drop_unobserved_puts(&mut pruned);
+        prop_assert_eq!(verdict(&model, &pruned), brute_force(&model, &history));
+    }
 
     #[test]
     fn histories_of_a_sequential_register_are_linearizable(ops in prop::collection::vec(sequential_op(), 0..60)) {

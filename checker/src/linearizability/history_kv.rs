@@ -2,7 +2,8 @@
 //!
 //! Outcomes follow the history's Jepsen semantics: an `ok` operation is checked with its output;
 //! an `info` operation, or one that never completed, stays open to the end of the history (it may
-//! or may not have taken effect); a `fail` operation certainly did not happen and is dropped.
+//! or may not have taken effect); a `fail` operation certainly did not happen and is dropped, and so
+//! is an unknown put nothing could observe (`unobserved.rs`).
 //! Revisions are not part of the model (they are global across keys, which would defeat checking
 //! each key on its own); the `watch` property checks them.
 //!
@@ -32,6 +33,9 @@ pub struct KvHistory {
     pub clients: Vec<String>,
     /// Every key-value operation of the history, including the failed ones that were dropped.
     pub source: BTreeMap<OpId, KvOperation>,
+    /// Unknown-outcome puts left out of `operations` because nothing could observe them
+    /// ([`super::drop_unobserved_puts`]).
+    pub unobserved: usize,
 }
 
 impl KvHistory {
@@ -52,7 +56,8 @@ pub fn from_history(history: &History) -> KvHistory {
         }
         source.insert(kv.op, kv);
     }
-    KvHistory { operations, clients, source }
+    let unobserved = super::drop_unobserved_puts(&mut operations);
+    KvHistory { operations, clients, source, unobserved }
 }
 
 fn to_operation(kv: &KvOperation, clients: &mut Vec<String>) -> Option<HistoryKvOperation> {

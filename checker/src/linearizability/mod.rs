@@ -33,6 +33,9 @@
 //!   because nothing can observe it there. A failed operation (Jepsen `:fail`) did not take effect
 //!   and carries no information: importers drop it before checking, and [`Operation`] has no way to
 //!   express it.
+//! - **Unobserved unknown puts** (ours): an unknown put of a value nothing read, with nothing
+//!   after its call that could tell it happened, is dropped before the search (`unobserved.rs`
+//!   gives the rule and why it keeps the verdict); coordsim's histories drop them, imports keep all.
 //! - **Compact sets** (ours): operations that returned are numbered by call and those open to the
 //!   end after them, so a cache entry stores the linearized set as the word index of its first
 //!   unlinearized operation and the few words from there to its last linearized one (`bitset.rs`
@@ -71,10 +74,12 @@ pub mod models;
 mod operation;
 pub mod partition;
 mod symmetry;
+mod unobserved;
 mod verdict;
 
 pub use check::{CheckStats, PartOutcome, PartVerdict, check, check_with_stats};
 pub use history_kv::{HistoryKvModel, HistoryKvOperation, KvHistory, from_history};
 pub use model::Model;
 pub use operation::{HistoryError, OpId, Operation, RETURN_NEVER};
+pub use unobserved::drop_unobserved_puts;
 pub use verdict::{CheckOptions, Counterexample, StuckOperation, UnknownReason, Verdict};

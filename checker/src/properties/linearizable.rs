@@ -85,13 +85,18 @@ pub fn limit_reached(reason: linearizability::UnknownReason, options: &CheckOpti
 
 fn counts(kv: &KvHistory) -> String {
     let keys: std::collections::BTreeSet<&str> = kv.source.values().map(|op| op.key()).collect();
-    let dropped = kv.source.len() - kv.operations.len();
-    let open = kv.operations.iter().filter(|op| op.output.is_none()).count();
+    let dropped = kv.source.len() - kv.operations.len() - kv.unobserved;
+    let open_checked = kv.operations.iter().filter(|op| op.output.is_none()).count();
+    let open = open_checked + kv.unobserved;
+    let set_aside = match kv.unobserved {
+        0 => String::new(),
+        n => format!("; {n} unknown puts of values nothing read set aside"),
+    };
     format!(
-        "{} key-value operations on {} keys ({} ok, {open} unknown, {dropped} failed)",
+        "{} key-value operations on {} keys ({} ok, {open} unknown, {dropped} failed{set_aside})",
         kv.source.len(),
         keys.len(),
-        kv.operations.len() - open
+        kv.operations.len() - open_checked
     )
 }
 
