@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 
+use super::model::Model;
 use super::models::{KvInput, KvModel, KvOp, KvOutput, Txn, TxnCompare};
 use super::operation::{OpId, Operation, RETURN_NEVER};
 use crate::history::{Call, History, Return};
@@ -43,6 +44,20 @@ impl KvHistory {
     pub fn entries_of(&self, op: OpId) -> Vec<usize> {
         self.source.get(&op).map(KvOperation::entries).unwrap_or_default()
     }
+
+    /// The model's state after the operations `prefix`, in that order, with the values the
+    /// history wrote (the search saw unread values merged into one placeholder); `None` when the
+    /// model rejects the order or an id is unknown.
+    pub fn state_after(&self, prefix: &[OpId]) -> Option<String> {
+        let model = HistoryKvModel::new();
+        let mut clients = Vec::new();
+        let mut state = model.init();
+        for id in prefix {
+            let op = to_operation(self.source.get(id)?, &mut clients)?;
+            state = model.step(&state, &op.input, op.output.as_ref())?;
+        }
+        Some(model.describe_state(&state))
+    }
 }
 
 /// The key-value operations of `history` (see the module documentation for the mapping).
@@ -55,6 +70,11 @@ pub fn from_history(history: &History) -> KvHistory {
             operations.push(operation);
         }
         source.insert(kv.op, kv);
+    }
+    // A placeholder no read returns: NUL bytes, as many as it takes.
+    let mut placeholder = String::from("\u{0}");
+    while super::merge_unread_values(&mut operations, &placeholder).is_none() {
+        placeholder.push('\u{0}');
     }
     let unobserved = super::drop_unobserved_puts(&mut operations);
     KvHistory { operations, clients, source, unobserved }

@@ -33,9 +33,10 @@
 //!   because nothing can observe it there. A failed operation (Jepsen `:fail`) did not take effect
 //!   and carries no information: importers drop it before checking, and [`Operation`] has no way to
 //!   express it.
-//! - **Unobserved unknown puts** (ours): an unknown put of a value nothing read, with nothing
-//!   after its call that could tell it happened, is dropped before the search (`unobserved.rs`
-//!   gives the rule and why it keeps the verdict); coordsim's histories drop them, imports keep all.
+//! - **Unread values and unobserved unknown puts** (ours): written values that nothing reads or
+//!   compares with are merged into one, and an unknown put of such a value with nothing after its
+//!   call that could tell it happened is dropped, before the search (`unobserved.rs` gives the
+//!   rules and why they keep the verdict); coordsim's histories get both, imports neither yet.
 //! - **Compact sets** (ours): operations that returned are numbered by call and those open to the
 //!   end after them, so a cache entry stores the linearized set as the word index of its first
 //!   unlinearized operation and the few words from there to its last linearized one (`bitset.rs`
@@ -81,5 +82,5 @@ pub use check::{CheckStats, PartOutcome, PartVerdict, check, check_with_stats};
 pub use history_kv::{HistoryKvModel, HistoryKvOperation, KvHistory, from_history};
 pub use model::Model;
 pub use operation::{HistoryError, OpId, Operation, RETURN_NEVER};
-pub use unobserved::drop_unobserved_puts;
+pub use unobserved::{drop_unobserved_puts, merge_unread_values};
 pub use verdict::{CheckOptions, Counterexample, StuckOperation, UnknownReason, Verdict};

@@ -108,6 +108,7 @@ fn key_of(kv: &KvHistory, counterexample: &Counterexample) -> String {
 fn findings(kv: &KvHistory, counterexample: &Counterexample) -> Vec<Finding> {
     let describe = |op: u64| kv.source.get(&op).map_or_else(|| format!("op {op}"), |o| o.describe());
     let time_of = |op: u64| kv.source.get(&op).map_or(0, |o| o.invoke_ns);
+    let state = kv.state_after(&counterexample.prefix).unwrap_or_else(|| counterexample.state_after_prefix.clone());
     let mut findings: Vec<Finding> = counterexample
         .stuck
         .iter()
@@ -120,7 +121,7 @@ fn findings(kv: &KvHistory, counterexample: &Counterexample) -> Vec<Finding> {
                     "{} cannot be placed after the longest linearizable prefix ({} operations; the key then holds {})",
                     describe(stuck.id),
                     counterexample.prefix.len(),
-                    counterexample.state_after_prefix
+                    state
                 ),
                 entries: kv.entries_of(stuck.id),
             }
