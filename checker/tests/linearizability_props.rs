@@ -114,6 +114,18 @@ fn history_from_sequential_run(ops: &[(In, u64, u64, bool, bool)]) -> Vec<Operat
 }
 
 /// A random tiny history: random intervals, inputs and outputs (mostly not linearizable).
+/// Operation `index` of a tiny history: called at `call`, returning `length` later unless `lost`.
+fn tiny_op<I, O>(index: usize, input: I, output: O, lost: bool, call: u64, length: u64) -> Operation<I, O> {
+    Operation {
+        id: index as u64,
+        client: index as u64,
+        input,
+        output: (!lost).then_some(output),
+        call_ns: call,
+        return_ns: if lost { RETURN_NEVER } else { call + length },
+    }
+}
+
 fn tiny_register_history() -> impl Strategy<Value = Vec<Operation<In, Out>>> {
     let output = prop_oneof![
         3 => prop::option::of(0..3i64).prop_map(Out::Read),
@@ -133,14 +145,7 @@ fn tiny_register_history() -> impl Strategy<Value = Vec<Operation<In, Out>>> {
                     (In::Cas { .. }, out @ Out::Cas { .. }) => out,
                     (In::Cas { .. }, _) => Out::Cas { swapped: true },
                 };
-                Operation {
-                    id: index as u64,
-                    client: index as u64,
-                    input,
-                    output: (!lost).then_some(output),
-                    call_ns: call,
-                    return_ns: if lost { RETURN_NEVER } else { call + length },
-                }
+                tiny_op(index, input, output, lost, call, length)
             })
             .collect()
     })
@@ -192,14 +197,7 @@ fn tiny_kv_history() -> impl Strategy<Value = Vec<KvOpOf>> {
                         KvOutput::Txn { succeeded: flag, gets: Vec::new() },
                     ),
                 };
-                Operation {
-                    id: index as u64,
-                    client: index as u64,
-                    input,
-                    output: (!lost).then_some(output),
-                    call_ns: call,
-                    return_ns: if lost { RETURN_NEVER } else { call + length },
-                }
+                tiny_op(index, input, output, lost, call, length)
             })
             .collect()
     })

@@ -465,11 +465,17 @@ fn spurious_expiry_excuses_a_lease_its_owner_abandoned_for_a_new_one_while_it_wa
     assert_eq!(after.verdict(Property::SpuriousExpiry), Verdict::Fail);
 }
 
+/// A history the simulator recorded, kept in tests/data/histories (SOURCE.md there says which).
+fn recorded(file: &str) -> History {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/histories").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    History::from_json(&text).expect("a recorded history")
+}
+
 #[test]
 fn spurious_expiry_passes_the_recorded_history_of_seed_7903() {
     // The run that found the rule above, as the simulator recorded it (35 s, 338 entries).
-    let text = include_str!("data/histories/swarm-deposed-leader-expires-leases-7903.json");
-    let history = History::from_json(text).expect("a recorded history");
+    let history = recorded("swarm-deposed-leader-expires-leases-7903.json");
     let report = Property::SpuriousExpiry.check(&history);
     assert_eq!(report.verdict, Verdict::Pass, "{:?}", report.findings);
     assert_mentions(&report.summary, &["abandoned by its owner for a new one"]);
@@ -916,8 +922,7 @@ fn fairness_counts_a_regrant_of_the_same_token_as_the_entry_it_already_had() {
 fn fairness_passes_the_recorded_history_of_seed_1757() {
     // The switch-off run that failed fairness in `sweep --seeds 601..2000` (issue 21), as the
     // simulator recorded it at 900c099 (37 s, 509 entries): c2's lock at 24.208 s found its old key.
-    let text = include_str!("data/histories/swarm-deposed-leader-expires-leases-1757.json");
-    let history = History::from_json(text).expect("a recorded history");
+    let history = recorded("swarm-deposed-leader-expires-leases-1757.json");
     let report = Property::Fairness.check(&history);
     assert_eq!(report.verdict, Verdict::Pass, "{:?}", report.findings);
     assert_mentions(&report.summary, &["none overtaken"]);
@@ -927,8 +932,7 @@ fn fairness_passes_the_recorded_history_of_seed_1757() {
 fn linearizable_decides_the_recorded_history_of_seed_8150() {
     // 18 timed-out puts of values no one read, on one key, made 2^18 subsets for the search: the
     // 10 s limit was reached (the only run not as expected in a 10,000-seed switch-off sweep).
-    let text = include_str!("data/histories/swarm-follower-reads-without-read-index-8150.json");
-    let history = History::from_json(text).expect("a recorded history");
+    let history = recorded("swarm-follower-reads-without-read-index-8150.json");
     let report = Property::Linearizable.check(&history);
     assert_eq!(report.verdict, Verdict::Pass, "{}", report.summary);
     assert_mentions(&report.summary, &["350 key-value operations on 3 keys (288 ok, 36 unknown, 26 failed)"]);
