@@ -2,7 +2,7 @@
 # The nightly volume check of correct configurations (issue 21 item 4): every swarm scenario as
 # written — its bug switch off, the fixed system — over many seeds, all of which must pass. This is
 # the switch-off half of `coordsim sweep`, run alone, and long: 10,000 seeds x 8 switches took
-# about 40 minutes on 2 cores (docs/hostile-input.md). Too long for CI; run it nightly.
+# 49-68 minutes on 2 cores (docs/hostile-input.md). Too long for CI; run it nightly.
 #
 #   scripts/nightly-switch-off-sweep.sh                     (SEEDS=10000, one machine)
 #   SHARD=3/8 scripts/nightly-switch-off-sweep.sh           (shard 3 of 8; merge the shards'
