@@ -32,7 +32,7 @@
 //! every linearization of one history is one of the other. The search then meets fewer states,
 //! and timed-out writes of unread values become twins (`symmetry.rs`) tried in one order.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
 use super::models::{KvInput, KvOp, KvOutput};
@@ -80,53 +80,57 @@ pub fn merge_unread_values<K, V: Clone + Eq + Hash>(
     Some(rewritten)
 }
 
-/// Removes the unknown puts of `operations` that the rule above drops; returns how many.
-pub fn drop_unobserved_puts<K: PartialEq, V: PartialEq>(
+/// Removes the unknown puts of `operations` that the rule above drops; returns how many. One pass
+/// to index what observes each key and value, one to drop: linear in the history.
+pub fn drop_unobserved_puts<K: Clone + Eq + Hash, V: Clone + Eq + Hash>(
     operations: &mut Vec<Operation<KvInput<K, V>, KvOutput<V>>>,
 ) -> usize {
-    let droppable: Vec<bool> = operations
-        .iter()
-        .map(|candidate| match (&candidate.input, &candidate.output) {
-            (KvInput::Op(KvOp::Put(key, value)), None) => {
-                !operations.iter().any(|other| tells(other, key, value, candidate.call_ns))
+    // Rule 1: (key, value) pairs a known get returned or a transaction compares with.
+    let mut observed: HashSet<(K, V)> = HashSet::new();
+    // Rule 2: per key, the latest return of a known delete, or of a known transaction that
+    // compares or reads the key.
+    let mut latest_tell: HashMap<K, u64> = HashMap::new();
+    let mut tell = |key: &K, return_ns: u64| {
+        let latest = latest_tell.entry(key.clone()).or_insert(return_ns);
+        *latest = (*latest).max(return_ns);
+    };
+    for op in operations.iter() {
+        let known = op.output.is_some();
+        match &op.input {
+            KvInput::Op(KvOp::Get(key)) => {
+                if let Some(KvOutput::Get(Some(v))) = &op.output {
+                    observed.insert((key.clone(), v.clone()));
+                }
             }
-            _ => false,
-        })
-        .collect();
-    let before = operations.len();
-    let mut flags = droppable.into_iter();
-    operations.retain(|_| !flags.next().unwrap_or(false));
-    before - operations.len()
-}
-
-/// Whether `op` could observe an unknown `put(key, value)` called at `call_ns` (rules 1 and 2).
-fn tells<K: PartialEq, V: PartialEq>(
-    op: &Operation<KvInput<K, V>, KvOutput<V>>,
-    key: &K,
-    value: &V,
-    call_ns: u64,
-) -> bool {
-    let late = op.output.is_some() && op.return_ns >= call_ns;
-    match &op.input {
-        KvInput::Op(KvOp::Get(k)) if k == key => {
-            matches!(&op.output, Some(KvOutput::Get(Some(v))) if v == value)
-        }
-        KvInput::Op(KvOp::Delete(k)) if k == key => late,
-        KvInput::Op(_) => false,
-        KvInput::Txn(txn) => {
-            let compares_value = txn.compare.iter().any(|c| c.key == *key && c.value.as_ref() == Some(value));
-            if compares_value {
-                return true;
+            KvInput::Op(KvOp::Delete(key)) if known => tell(key, op.return_ns),
+            KvInput::Op(_) => {}
+            KvInput::Txn(txn) => {
+                for compare in &txn.compare {
+                    if let Some(v) = &compare.value {
+                        observed.insert((compare.key.clone(), v.clone()));
+                    }
+                    if known {
+                        tell(&compare.key, op.return_ns);
+                    }
+                }
+                for branch_op in txn.success.iter().chain(&txn.failure) {
+                    if let (KvOp::Get(key) | KvOp::Delete(key), true) = (branch_op, known) {
+                        tell(key, op.return_ns);
+                    }
+                }
             }
-            let compares_key = txn.compare.iter().any(|c| c.key == *key);
-            let reads_key = txn
-                .success
-                .iter()
-                .chain(&txn.failure)
-                .any(|op| matches!(op, KvOp::Get(k) | KvOp::Delete(k) if k == key));
-            late && (compares_key || reads_key)
         }
     }
+    let before = operations.len();
+    operations.retain(|op| match (&op.input, &op.output) {
+        (KvInput::Op(KvOp::Put(key, value)), None) => {
+            let seen = observed.contains(&(key.clone(), value.clone()));
+            let told = latest_tell.get(key).is_some_and(|&latest| latest >= op.call_ns);
+            seen || told
+        }
+        _ => true,
+    });
+    before - operations.len()
 }
 
 #[cfg(test)]
