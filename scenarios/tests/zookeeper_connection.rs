@@ -8,7 +8,7 @@ mod common;
 
 use common::{library_text, run};
 use coordsim::load;
-use coordsim_checker::history::{ConnectionState, Event, History};
+use coordsim_checker::history::{Call, ConnectionState, Event, History};
 use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::Verdict;
 
@@ -108,6 +108,56 @@ fn a_plain_zookeeper_client_learns_of_its_expiry_only_from_the_ensemble() {
         .expect("c1 is told LOST");
     assert!(lost.0 >= 8_000_000_000, "LOST only after the partition healed, at {} ns", lost.0);
     assert!(lost.4.as_deref().is_some_and(|r| r.contains("no longer has the lease")), "{lost:?}");
+}
+
+/// The lock and unlock answers and the wakeups each client got while its connection was down
+/// (from a SUSPENDED to the next RECONNECTED or LOST): (time, client, what).
+fn answered_while_disconnected(history: &History) -> Vec<(u64, String, String)> {
+    let mut down = std::collections::BTreeSet::new();
+    let mut recipe_ops = std::collections::BTreeSet::new();
+    let mut answered = Vec::new();
+    for entry in &history.entries {
+        let node = entry.node.clone();
+        match &entry.event {
+            Event::Connection { state: ConnectionState::Suspended, .. } => {
+                down.insert(node);
+            }
+            Event::Connection { .. } => {
+                down.remove(&node);
+            }
+            Event::Invoke { op, call: Call::Lock { .. } | Call::Unlock { .. } } => {
+                recipe_ops.insert(*op);
+            }
+            Event::Ok { op, .. } if recipe_ops.contains(op) && down.contains(&node) => {
+                answered.push((entry.time_ns, node, format!("op {op} ok")));
+            }
+            Event::Wakeup { waiter, .. } if down.contains(&node) => {
+                answered.push((entry.time_ns, node, format!("wakeup of {waiter}")));
+            }
+            _ => {}
+        }
+    }
+    answered
+}
+
+#[test]
+fn a_disconnected_client_gets_no_answer_until_its_session_is_validated() {
+    // Seeds of swarm-lost-wakeup-on-vanished-predecessor (switch off) that failed before requests
+    // waited for the connection (issue 21). 2345: c1, SUSPENDED while its session expired on the
+    // leader, read the queue from a server that had not applied the expiry, saw its own node
+    // first and took the lock beside c2 (single_holder). 7923: a request that timed out during a
+    // ping gave the connection up unseen by the state machine, and every later request waited
+    // for a connection that never came back (progress).
+    let text = library_text("swarm-lost-wakeup-on-vanished-predecessor");
+    for seed in [2345, 7923, 9100] {
+        let history = run("swarm-lost-wakeup-on-vanished-predecessor", &text, seed);
+        assert_eq!(answered_while_disconnected(&history), vec![], "seed {seed}");
+        for property in [Property::SingleHolder, Property::MutualExclusion, Property::Progress, Property::Herd] {
+            assert_eq!(property.check(&history).verdict, Verdict::Pass, "seed {seed}: {property:?}");
+        }
+        let suspended = connections(&history).iter().filter(|c| c.2 == ConnectionState::Suspended).count();
+        assert!(suspended > 0, "seed {seed}: the latency faults drop some connection");
+    }
 }
 
 #[test]

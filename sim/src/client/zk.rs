@@ -6,6 +6,15 @@
 //! (docs/cases/07) — and the client moves to another server; reads are retried on another
 //! server, since they change nothing. The client remembers the newest zxid it has seen and
 //! every server it talks to must have applied it first, so it never goes back in time.
+//!
+//! Under a session's connection state machine ([`super::zk_session`]) the client has one
+//! connection, as the Java client's `ClientCnxn` (3.8) does: a request made while disconnected
+//! is queued (`queuePacket`) and goes out once a server has validated the session again, or
+//! fails with ConnectionLoss when the next connection attempt fails (`SendThread.cleanup`); a
+//! request in flight when the connection is given up fails with ConnectionLoss at once, its
+//! reply never read. So no recipe request is answered between a connection's loss and the
+//! session's validation: a server that has not yet applied the session's expiry cannot hand a
+//! disconnected client a stale view of its own nodes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -53,10 +62,25 @@ pub struct Link {
     last_heard: Mutex<Option<crate::clock::LocalTime>>,
     drops: Mutex<u64>,
     dropped: tokio::sync::Notify,
-    /// Why the last connection was given up.
-    last_drop: Mutex<String>,
+    /// The server of the last connection given up (`s2`), and why it was.
+    last_drop: Mutex<(String, String)>,
     /// A server answered a request "session expired".
     expired: Mutex<bool>,
+    /// Whether recipe requests may go out now.
+    gate: Mutex<Gate>,
+}
+
+/// Whether a connection is up for the recipe's requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Gate {
+    /// No connection state machine keeps this client (the key-value workload's sessionless
+    /// clients): every request goes out, each on its own.
+    #[default]
+    Unmanaged,
+    /// Connected: requests go out.
+    Open,
+    /// Connection given up, the session not yet validated again: requests wait.
+    Closed,
 }
 
 impl Link {
@@ -98,13 +122,65 @@ impl Link {
 
     /// Why the last connection was given up.
     pub fn last_drop(&self) -> String {
-        self.last_drop.lock().expect("zk link lock poisoned").clone()
+        self.last_drop.lock().expect("zk link lock poisoned").1.clone()
     }
 
-    fn drop_connection(&self, reason: String) {
-        *self.last_drop.lock().expect("zk link lock poisoned") = reason;
+    /// The server of the last connection given up (`s2`).
+    pub fn last_dropped_server(&self) -> String {
+        self.last_drop.lock().expect("zk link lock poisoned").0.clone()
+    }
+
+    fn drop_connection(&self, server: String, reason: String) {
+        *self.last_drop.lock().expect("zk link lock poisoned") = (server, reason);
         *self.drops.lock().expect("zk link lock poisoned") += 1;
+        let mut gate = self.gate.lock().expect("zk link lock poisoned");
+        if *gate == Gate::Open {
+            *gate = Gate::Closed;
+        }
+        drop(gate);
         self.dropped.notify_waiters();
+    }
+
+    /// A server took the session (created, or validated on a new connection): requests go out
+    /// from now on, and wait while the connection is down. Called by the session's connection
+    /// state machine only.
+    pub fn connected(&self) {
+        *self.gate.lock().expect("zk link lock poisoned") = Gate::Open;
+        self.dropped.notify_waiters();
+    }
+
+    fn gate(&self) -> Gate {
+        *self.gate.lock().expect("zk link lock poisoned")
+    }
+
+    /// Waits until a request may go out (`true`) or the connection attempt under way fails
+    /// (`false`: the drop count is past `seen`).
+    async fn until_open(&self, seen: u64) -> bool {
+        loop {
+            let notified = self.dropped.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.gate() != Gate::Closed {
+                return true;
+            }
+            if self.drops() > seen {
+                return false;
+            }
+            notified.await;
+        }
+    }
+
+    /// Waits until the drop count is past `seen` (a session's expiry does not count).
+    async fn until_dropped(&self, seen: u64) {
+        loop {
+            let notified = self.dropped.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.drops() > seen {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
@@ -155,7 +231,7 @@ impl ZkClient {
         let mut connected = self.connected.lock().expect("zk client lock poisoned");
         let server = self.client.servers[*connected].0;
         *connected = (*connected + 1) % self.client.servers.len();
-        self.link.drop_connection(format!("s{server}: nothing heard for the read timeout"));
+        self.link.drop_connection(format!("s{server}"), format!("s{server}: nothing heard for the read timeout"));
     }
 
     /// Creates a session of `ttl_ms` through the connected server; the session (lease) id and
@@ -322,9 +398,46 @@ impl ZkClient {
         }
     }
 
-    /// One request to the connected server; on any failure, connect to the next one.
+    /// One request to the connected server, within `timeout` of local time; on any failure,
+    /// connect to the next one. Under a session's state machine, it waits for the connection
+    /// (see the module docs) and fails if the connection is given up while it is in flight.
     async fn attempt(&self, request: ZkRequest, timeout: Duration) -> Result<ZkReply, ZkCallError> {
-        match self.call(ClientRequest::Zk(request), timeout).await? {
+        let clock = self.client.clock().clone();
+        let deadline = clock.now().plus(timeout);
+        let managed = self.link.gate() != Gate::Unmanaged;
+        if managed {
+            let seen = self.link.drops();
+            let open = std::pin::pin!(self.link.until_open(seen));
+            let late = std::pin::pin!(clock.sleep_until(deadline));
+            let open = match futures::future::select(open, late).await {
+                futures::future::Either::Left((open, _)) => open,
+                futures::future::Either::Right(_) => false,
+            };
+            if !open {
+                return Err(ZkCallError::ConnectionLoss(format!(
+                    "{}: not connected (the request waited for the session's validation)",
+                    self.connected_server()
+                )));
+            }
+        }
+        let budget = clock.now().until(deadline).max(Duration::from_millis(1));
+        let seen = self.link.drops();
+        let call = std::pin::pin!(self.call(ClientRequest::Zk(request), budget));
+        let reply = if managed {
+            let cut = std::pin::pin!(self.link.until_dropped(seen));
+            match futures::future::select(call, cut).await {
+                futures::future::Either::Left((reply, _)) => reply?,
+                futures::future::Either::Right(_) => {
+                    return Err(ZkCallError::ConnectionLoss(format!(
+                        "{} (the request was in flight)",
+                        self.link.last_drop()
+                    )));
+                }
+            }
+        } else {
+            call.await?
+        };
+        match reply {
             ClientReply::Zk(reply) => Ok(reply),
             other => unreachable!("a ZooKeeper request answers a ZooKeeper reply, got {other:?}"),
         }
@@ -355,7 +468,7 @@ impl ZkClient {
         let mut connected = self.connected.lock().expect("zk client lock poisoned");
         if *connected == index {
             *connected = (index + 1) % self.client.servers.len();
-            self.link.drop_connection(reason.clone());
+            self.link.drop_connection(format!("s{}", self.client.servers[index].0), reason.clone());
         }
         Err(ZkCallError::ConnectionLoss(reason))
     }

@@ -85,6 +85,7 @@ impl Session {
         };
         recorder.ok(node, op, Return::LeaseGranted { lease, ttl_ms });
         zk.session = lease;
+        zk.link().connected();
         let state = Arc::new(State::default());
         let connection = Connection {
             zk: zk.clone(),
@@ -165,8 +166,16 @@ impl Connection {
     async fn connected(&self, clock: &crate::clock::Clock) -> Result<(String, String), SessionEnd> {
         let link = self.zk.link();
         let mut last_ping = clock.now();
+        // Any drop from here on ends this connection, one during a ping included (a recipe's
+        // request that failed meanwhile): its requests wait until the session is validated again.
+        let drops = link.drops();
         loop {
-            let drops = link.drops();
+            if link.drops() > drops {
+                if link.expired() {
+                    return Err(self.lost(SessionEnd::LeaseGone));
+                }
+                return Ok((link.last_dropped_server(), link.last_drop()));
+            }
             let heard = link.last_heard().unwrap_or(last_ping);
             let silent_at = heard.plus(self.timers.read);
             if clock.now() >= silent_at {
@@ -235,7 +244,10 @@ impl Connection {
                 false => self.timers.connect,
             };
             match self.ping(true, budget).await {
-                Pinged::Alive => return Ok(()),
+                Pinged::Alive => {
+                    self.zk.link().connected();
+                    return Ok(());
+                }
                 Pinged::Expired => return Err(self.lost(SessionEnd::LeaseGone)),
                 Pinged::Failed(_) => {}
             }
