@@ -2,11 +2,11 @@
 //! of its own, joined by a bridge, with an nftables table per namespace whose output chain drops
 //! what the active partitions cut.
 //!
-//! Addresses: 10.213.T.N/24, where T is drawn from the orchestrator's pid (so two runs on one
-//! machine rarely share a subnet; creating a bridge that exists fails loudly), N = 1.. for the
-//! nodes in order; the bridge (the orchestrator, the resource) is .254. Names start with
-//! `cs<pid>` so `coordsim real doctor` can find what a killed run left behind. Everything is
-//! removed when the [`Network`] is dropped.
+//! Addresses: 10.213.T.N/24, N = 1.. for the nodes in order; the bridge (the orchestrator, the
+//! resource) is .254. T is claimed for the run's life (see [`Subnet`]), so two runs at once never
+//! share a subnet (with a shared one, a client of one run reached the other run's cluster). Names
+//! start with `cs<pid>` so `coordsim real doctor` can find what a killed run left behind.
+//! Everything is removed when the [`Network`] is dropped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -25,6 +25,8 @@ struct Host {
 }
 
 pub struct Network {
+    /// Held until the network is gone: no other run takes these addresses meanwhile.
+    _subnet: Subnet,
     bridge: String,
     bridge_ip: Ipv4Addr,
     hosts: BTreeMap<String, Host>,
@@ -69,9 +71,11 @@ impl Network {
             return Err(format!("partitions need network namespaces: {reason}"));
         }
         let pid = std::process::id();
-        let subnet = (pid % 250) as u8;
+        let claimed = Subnet::claim(pid)?;
+        let subnet = claimed.octet;
         let prefix = format!("cs{pid}");
         let mut network = Network {
+            _subnet: claimed,
             bridge: format!("{prefix}br"),
             bridge_ip: Ipv4Addr::new(10, 213, subnet, 254),
             hosts: BTreeMap::new(),
@@ -142,6 +146,92 @@ impl Network {
     }
 }
 
+/// Where the subnets' claims are kept: one lock file per subnet.
+const CLAIMS: &str = "/run/coordsim";
+
+/// The third octet T of a run's 10.213.T.0/24, claimed by an exclusive lock on
+/// `/run/coordsim/subnet-T.lock` (`flock`), which the kernel releases however the run ends, a
+/// SIGKILL included. A subnet already on an interface of this machine (a killed run's bridge,
+/// until `coordsim real doctor --clean` removes it) is passed over too.
+pub struct Subnet {
+    pub octet: u8,
+    _lock: std::fs::File,
+}
+
+impl Subnet {
+    /// Claims the first free subnet, trying from one drawn from `pid` (so that runs started at
+    /// once rarely try the same one first).
+    pub fn claim(pid: u32) -> Result<Subnet, String> {
+        std::fs::create_dir_all(CLAIMS).map_err(|e| format!("{CLAIMS}: {e}"))?;
+        let used = addresses_in_use()?;
+        for step in 0..250u32 {
+            let octet = ((pid + step) % 250) as u8;
+            if used.iter().any(|ip| ip.octets()[..3] == [10, 213, octet]) {
+                continue;
+            }
+            let path = format!("{CLAIMS}/subnet-{octet}.lock");
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| format!("{path}: {e}"))?;
+            match file.try_lock() {
+                Ok(()) => return Ok(Subnet { octet, _lock: file }),
+                Err(std::fs::TryLockError::WouldBlock) => continue,
+                Err(std::fs::TryLockError::Error(e)) => return Err(format!("{path}: {e}")),
+            }
+        }
+        Err("every subnet 10.213.0-249.0/24 is claimed by a running real run or on an interface \
+             (`coordsim real doctor`)"
+            .into())
+    }
+}
+
+/// The IPv4 addresses on this machine's interfaces (the root namespace's).
+fn addresses_in_use() -> Result<Vec<Ipv4Addr>, String> {
+    let output = Command::new(IP)
+        .args(["-o", "-4", "addr", "show"])
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("{IP}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("{IP} -o -4 addr show: {}", String::from_utf8_lossy(&output.stderr).trim()));
+    }
+    Ok(parse_addresses(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// The addresses of `ip -o -4 addr show` (lines like `5: br0    inet 10.213.7.254/24 ...`).
+fn parse_addresses(text: &str) -> Vec<Ipv4Addr> {
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            words.find(|w| *w == "inet")?;
+            words.next()?.split('/').next()?.parse().ok()
+        })
+        .collect()
+}
+
+/// Removes what [`leftovers`] found; returns what could not be removed, with the reason.
+pub fn clean_leftovers() -> Vec<String> {
+    let (namespaces, links) = leftovers();
+    let mut failed = Vec::new();
+    // Links first: deleting a bridge's end of a veth takes the other end along.
+    for link in links {
+        if let Err(e) = run(IP, &["link", "del", &link], None)
+            && std::path::Path::new(&format!("/sys/class/net/{link}")).exists()
+        {
+            failed.push(format!("link {link}: {e}"));
+        }
+    }
+    for ns in namespaces {
+        if let Err(e) = run(IP, &["netns", "del", &ns], None) {
+            failed.push(format!("namespace {ns}: {e}"));
+        }
+    }
+    failed
+}
+
 fn clone(command: &Command) -> Command {
     let mut copy = Command::new(command.get_program());
     copy.args(command.get_args());
@@ -182,4 +272,32 @@ pub fn leftovers() -> (Vec<String>, Vec<String>) {
 fn pid_of(name: &str) -> Option<u32> {
     let digits: String = name.strip_prefix("cs")?.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_read_from_ip_o_addr_show() {
+        let text = "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n\
+                    7: cs41br    inet 10.213.41.254/24 scope global cs41br\n";
+        assert_eq!(parse_addresses(text), vec![Ipv4Addr::new(127, 0, 0, 1), Ipv4Addr::new(10, 213, 41, 254)]);
+    }
+
+    #[test]
+    fn a_claimed_subnet_is_not_claimed_again_while_held() {
+        if unavailable().is_some() {
+            eprintln!("skipped: {}", unavailable().unwrap_or_default());
+            return;
+        }
+        // The same starting point for both, as for two runs whose pids are 250 apart.
+        let first = Subnet::claim(7).expect("a free subnet");
+        let second = Subnet::claim(7).expect("another free subnet");
+        assert_ne!(first.octet, second.octet);
+        let octet = first.octet;
+        drop(first);
+        let again = Subnet::claim(7).expect("a free subnet");
+        assert_eq!(again.octet, octet, "released with its holder");
+    }
 }

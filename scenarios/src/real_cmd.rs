@@ -21,8 +21,9 @@ pub struct RealArgs {
 #[derive(Subcommand, Debug)]
 enum RealCommand {
     /// Report which of the programs a real run needs are installed (install them with
-    /// scripts/install-real.sh).
-    Doctor,
+    /// scripts/install-real.sh) and what a killed run left behind (network namespaces and links);
+    /// exit 1 if anything is missing or left.
+    Doctor(DoctorArgs),
     /// Run a scenario against a real etcd cluster of `cluster.servers` members (Debian's etcd-server).
     Etcd(RunArgs),
     /// Run a scenario against a real ZooKeeper ensemble of `cluster.servers` servers (Debian's zookeeper).
@@ -31,6 +32,14 @@ enum RealCommand {
     /// (etcd for etcd recipes, ZooKeeper for ZooKeeper ones), and print, as Markdown, where the
     /// verdicts of the properties a real run judges agree. Progress goes to stderr.
     Fidelity(FidelityArgs),
+}
+
+#[derive(Args, Debug)]
+struct DoctorArgs {
+    /// Remove what killed runs left (namespaces and links named `cs<pid>...` whose process is
+    /// gone), then check again.
+    #[arg(long)]
+    clean: bool,
 }
 
 #[derive(Args, Debug)]
@@ -60,6 +69,10 @@ struct RunArgs {
     /// report.html, and the cluster's and clients' logs and data).
     #[arg(long, default_value = "target/coordsim/real")]
     out: PathBuf,
+    /// Keep each server's data directory in the run folder (removed after the run otherwise:
+    /// a 3-server etcd run leaves 367 MB, mostly preallocated WAL).
+    #[arg(long)]
+    keep_data: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -95,14 +108,14 @@ const PROGRAMS: [(&str, &str, &str); 5] = [
 
 pub fn run(args: RealArgs) -> Result<ExitCode, InputError> {
     match args.command {
-        RealCommand::Doctor => Ok(doctor()),
+        RealCommand::Doctor(args) => Ok(doctor(&args)),
         RealCommand::Etcd(run) => run_real(&run, SystemArg::Etcd),
         RealCommand::Zookeeper(run) => run_real(&run, SystemArg::Zookeeper),
         RealCommand::Fidelity(args) => fidelity(&args),
     }
 }
 
-fn doctor() -> ExitCode {
+fn doctor(args: &DoctorArgs) -> ExitCode {
     let mut missing = 0;
     for (name, path, purpose) in PROGRAMS {
         let found = Path::new(path).exists();
@@ -118,33 +131,53 @@ fn doctor() -> ExitCode {
     );
     missing += usize::from(!built);
     #[cfg(feature = "real")]
-    {
-        match coordsim_real::netns::unavailable() {
-            None => crate::outln!("{:<14} {:<8} network namespaces and nftables (partitions)", "partitions", "ok"),
-            Some(reason) => {
-                crate::outln!("{:<14} {:<8} {reason}: scenarios with partitions are refused", "partitions", "no")
-            }
-        }
-        let (namespaces, links) = coordsim_real::netns::leftovers();
-        if !namespaces.is_empty() || !links.is_empty() {
-            crate::outln!(
-                "{:<14} {:<8} left by a killed run: namespaces {} (ip netns del NAME), links {} (ip link del NAME)",
-                "leftovers",
-                "STALE",
-                if namespaces.is_empty() { "none".to_string() } else { namespaces.join(" ") },
-                if links.is_empty() { "none".to_string() } else { links.join(" ") },
-            );
-        }
-    }
-    if missing == 0 {
+    let stale = check_machine(args.clean);
+    #[cfg(not(feature = "real"))]
+    let stale = {
+        let _ = args.clean;
+        false
+    };
+    if missing == 0 && !stale {
         crate::outln!("ready: coordsim real etcd|zookeeper <scenario>");
         ExitCode::SUCCESS
+    } else if missing == 0 {
+        ExitCode::from(1)
     } else {
         crate::outln!(
             "{missing} missing: run scripts/install-real.sh (Debian packages), then build with --features real"
         );
         ExitCode::from(1)
     }
+}
+
+/// Prints whether partitions can be made and what killed runs left (removed first if `clean`);
+/// whether anything is left.
+#[cfg(feature = "real")]
+fn check_machine(clean: bool) -> bool {
+    match coordsim_real::netns::unavailable() {
+        None => crate::outln!("{:<14} {:<8} network namespaces and nftables (partitions)", "partitions", "ok"),
+        Some(reason) => {
+            crate::outln!("{:<14} {:<8} {reason}: scenarios with partitions are refused", "partitions", "no")
+        }
+    }
+    if clean {
+        for failure in coordsim_real::netns::clean_leftovers() {
+            crate::outln!("{:<14} {:<8} {failure}", "clean", "FAILED");
+        }
+    }
+    let (namespaces, links) = coordsim_real::netns::leftovers();
+    if namespaces.is_empty() && links.is_empty() {
+        crate::outln!("{:<14} {:<8} nothing left by a killed run", "leftovers", "ok");
+        return false;
+    }
+    crate::outln!(
+        "{:<14} {:<8} left by a killed run: namespaces {}, links {} (`coordsim real doctor --clean` removes them)",
+        "leftovers",
+        "STALE",
+        if namespaces.is_empty() { "none".to_string() } else { namespaces.join(" ") },
+        if links.is_empty() { "none".to_string() } else { links.join(" ") },
+    );
+    true
 }
 
 #[cfg(not(feature = "real"))]
@@ -158,7 +191,7 @@ fn run_real(_: &RunArgs, _: SystemArg) -> Result<ExitCode, InputError> {
 
 #[cfg(not(feature = "real"))]
 fn fidelity(_: &FidelityArgs) -> Result<ExitCode, InputError> {
-    run_real(&RunArgs { scenario: String::new(), runs: 1, out: PathBuf::new() }, SystemArg::Etcd)
+    run_real(&RunArgs { scenario: String::new(), runs: 1, out: PathBuf::new(), keep_data: false }, SystemArg::Etcd)
 }
 
 /// One scenario's verdicts: per judged property, how many of the runs failed it.
@@ -264,6 +297,7 @@ fn fidelity(args: &FidelityArgs) -> Result<ExitCode, InputError> {
             }
         }
         let mut real = Tally::new();
+        let _claim = claim_folder(&args.out.join(system.name()).join(name))?;
         for run in 1..=args.runs {
             let dir = args.out.join(system.name()).join(name).join(format!("run-{run}"));
             fresh_dir(&dir)?;
@@ -271,6 +305,7 @@ fn fidelity(args: &FidelityArgs) -> Result<ExitCode, InputError> {
                 Ok(result) => result,
                 Err(code) => return Ok(code),
             };
+            remove_data(&dir)?;
             crate::owned::write(&dir.join("history.json"), result.history.to_json())?;
             real.add(&result.history);
         }
@@ -352,6 +387,7 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         }
     }
     let exe = std::env::current_exe().map_err(|error| InputError::Io { path: "current executable".into(), error })?;
+    let _claim = claim_folder(&args.out.join(system.name()).join(&scenario.name))?;
     let not_judged: Vec<&str> =
         Property::ALL.iter().filter(|p| !coordsim_real::JUDGED.contains(p)).map(|p| p.id()).collect();
     crate::outln!(
@@ -378,6 +414,9 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         // [chaos] draw of run N is the same).
         summary.replay =
             format!("cargo coordsim-real real {} {} --out {}", system.name(), loaded.arg, args.out.display());
+        if !args.keep_data {
+            remove_data(&dir)?;
+        }
         crate::owned::write(&dir.join("history.json"), history.to_json())?;
         crate::owned::write(&dir.join("summary.json"), summary.to_json())?;
         let on = format!("real {}", system.name());
@@ -444,6 +483,40 @@ fn one_real_run(
             ExitCode::from(1)
         }
     })
+}
+
+/// Claims a scenario's folder of real runs for this command (an exclusive `flock` on the folder,
+/// released however the command ends), so that two runs at once never write the same run-N.
+#[cfg(feature = "real")]
+fn claim_folder(dir: &Path) -> Result<std::fs::File, InputError> {
+    let io = |error| InputError::Io { path: dir.display().to_string(), error };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let folder = std::fs::File::open(dir).map_err(io)?;
+    match folder.try_lock() {
+        Ok(()) => Ok(folder),
+        Err(std::fs::TryLockError::WouldBlock) => Err(InputError::Usage(format!(
+            "{} is in use by another coordsim real run: give this one another --out",
+            dir.display()
+        ))),
+        Err(std::fs::TryLockError::Error(error)) => Err(io(error)),
+    }
+}
+
+/// Removes the servers' data directories of a finished run (`cluster/s*.etcd`, `cluster/s*.data`),
+/// keeping their logs and configurations.
+#[cfg(feature = "real")]
+fn remove_data(run: &Path) -> Result<(), InputError> {
+    let cluster = run.join("cluster");
+    let Ok(entries) = std::fs::read_dir(&cluster) else { return Ok(()) };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let data = path.extension().is_some_and(|e| e == "etcd" || e == "data");
+        if data && path.is_dir() {
+            std::fs::remove_dir_all(&path)
+                .map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
+        }
+    }
+    Ok(())
 }
 
 /// Empties a run folder left by an earlier real run (its cluster data must not be reused); any
