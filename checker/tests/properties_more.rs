@@ -839,6 +839,30 @@ fn herd_allows_a_wakeup_for_each_waiter_that_left_the_queue() {
 }
 
 #[test]
+fn herd_allows_the_wakeup_a_failed_waiters_lingering_entry_causes_when_its_lease_ends() {
+    // Issue 16 (seen on real etcd, and in swarm-ignore-keepalive-failure seed 8): c3's request
+    // fails at 0.5 s but its key stays until its lease expires at 2.5 s, which wakes c4 behind it,
+    // in the window of c1's release where c2 also woke.
+    let lingering = |expired_ms: u64| {
+        let mut b = Builder::new();
+        b.grant(0, 10, "c1", 1, 2).unlock(1000, 1010, "c1");
+        b.grant(100, 1020, "c2", 2, 3);
+        b.lock(110, 500, "c3", 3, Some(End::Fail));
+        b.lock(120, 0, "c4", 4, None);
+        b.wakeup(1005, "c2").expiry(expired_ms, 3).wakeup(expired_ms + 5, "c4");
+        b
+    };
+    assert_eq!(lingering(2500).verdict(Property::Herd), Verdict::Pass);
+    // The departure cannot be later than the lease's end: with c3's lease gone at 0.9 s, before
+    // c1's release, c4's wakeup at 0.905 s is excused, and a second one in c1's window is not.
+    let mut early = lingering(900);
+    early.wakeup(1500, "c4");
+    let report = early.report(Property::Herd);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["2 waiters woken after c1's release", "c2, c4"]);
+}
+
+#[test]
 fn herd_does_not_count_a_waiter_whose_lease_had_ended() {
     // c3's lease expired at 900, before c1's release: its entry left the queue (and c4, behind
     // it, woke for that). Its watch, still armed, fires on c1's release too: not a herd.

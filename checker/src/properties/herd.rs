@@ -8,8 +8,15 @@
 //! the run into windows. Each window may
 //! wake one waiter for its release, plus one for each waiter that left the queue inside it
 //! (its lease expired or was revoked, or its request ended `info` or `fail` and it removed its
-//! entry): with predecessor watches, a departure wakes exactly the one waiter behind it. A window
-//! with more wakeups than that is a herd; the finding names the release and the waiters woken.
+//! entry): with predecessor watches, a departure wakes exactly the one waiter behind it. A
+//! request that ended `info` or `fail` left at a time the history does not show: at its end if
+//! the client deleted its entry then, or as late as its lease's end if the delete did not get
+//! through (seen on real etcd: a failed waiter's key stayed until its lease expired, and that
+//! expiry woke the waiter behind it). So each such departure excuses one wakeup in any window
+//! from its end to its lease's end (the end of the run if the lease lives on); departures are
+//! given to windows earliest-deadline first, which excuses as many wakeups as any assignment
+//! can. A window with more wakeups than its release and its departures excuse is a herd; the
+//! finding names the release and the waiters woken.
 //! Before the first release only departures may wake anyone. A wakeup of a waiter whose lease
 //! had already ended is not counted: its entry left the queue with the lease, and its watch,
 //! still armed in a dead session, fires on whatever it watched (reported in the summary).
@@ -21,10 +28,13 @@ use crate::properties::leases::lease_ends;
 use crate::properties::locks::{LockOutcome, LockRequest, lock_requests};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
-/// Something that may wake one waiter: (time, entry, who, whether it is the holder's release).
+/// Something that may wake one waiter: when (at some time in `time_ns..=latest_ns`: see the
+/// module docs), the entry, who, and whether it is the holder's release (exact: `latest_ns` is
+/// `time_ns`).
 #[derive(Clone, Debug)]
 struct Departure {
     time_ns: u64,
+    latest_ns: u64,
     entry: usize,
     client: String,
     holder: bool,
@@ -89,22 +99,27 @@ fn left_the_queue(
     waiting.and_then(|r| lease_ends.get(&r.lease)).is_some_and(|(ended_ns, _)| *ended_ns < time_ns)
 }
 
-/// The departures from `lock`'s queue, in time order.
+/// The departures from `lock`'s queue, in order of their earliest time.
 fn departures(requests: &[LockRequest], lock: &str, lease_ends: &BTreeMap<i64, (u64, usize)>) -> Vec<Departure> {
     let mut out: Vec<Departure> = requests
         .iter()
         .filter(|r| r.lock == lock)
         .filter_map(|r| {
             let lease_end = lease_ends.get(&r.lease).copied().filter(|(ns, _)| *ns >= r.invoke_ns);
-            let own = match r.outcome {
-                LockOutcome::Granted { .. } => r.unlock,
-                LockOutcome::Failed | LockOutcome::Unknown => r.complete,
-                LockOutcome::Open => None,
+            let (own, uncertain) = match r.outcome {
+                LockOutcome::Granted { .. } => (r.unlock, false),
+                LockOutcome::Failed | LockOutcome::Unknown => (r.complete, true),
+                LockOutcome::Open => (None, false),
             };
             let (time_ns, entry) = [own, lease_end].into_iter().flatten().min()?;
             // A granted request whose lease ended before it learned of the grant left as a waiter.
             let holder = r.granted().is_some_and(|(granted_ns, _)| time_ns >= granted_ns);
-            Some(Departure { time_ns, entry, client: r.client.clone(), holder })
+            let latest_ns = match (uncertain, lease_end) {
+                (false, _) => time_ns,
+                (true, Some((ended_ns, _))) => ended_ns.max(time_ns),
+                (true, None) => u64::MAX,
+            };
+            Some(Departure { time_ns, latest_ns, entry, client: r.client.clone(), holder })
         })
         .collect();
     out.sort_by_key(|d| (d.time_ns, d.entry));
@@ -116,13 +131,22 @@ fn judge(lock: &str, departures: &[Departure], woken: &[(u64, usize, &str)]) -> 
     let releases: Vec<&Departure> = departures.iter().filter(|d| d.holder).collect();
     let mut findings = Vec::new();
     let mut most = 0usize;
+    // The waiters' departures not yet given to a window, in order of their earliest time.
+    let mut pending = departures.iter().filter(|d| !d.holder).peekable();
+    // Those that may fall in the current window or a later one: (latest time, index).
+    let mut open: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> = Default::default();
     // Window i starts at release i - 1 (window 0: the start of the run).
     for window in 0..=releases.len() {
         let start_ns = if window == 0 { 0 } else { releases[window - 1].time_ns };
         let end_ns = releases.get(window).map_or(u64::MAX, |r| r.time_ns);
         let inside = |ns: u64| ns >= start_ns && ns < end_ns;
-        let waiters_left = departures.iter().filter(|d| !d.holder && inside(d.time_ns)).count();
-        let allowed = usize::from(window > 0) + waiters_left;
+        while let Some(d) = pending.next_if(|d| d.time_ns < end_ns) {
+            open.push(std::cmp::Reverse((d.latest_ns, d.entry)));
+        }
+        // Departures that could only have happened before this window are spent.
+        while open.peek().is_some_and(|std::cmp::Reverse((latest_ns, _))| *latest_ns < start_ns) {
+            open.pop();
+        }
         let here: Vec<&(u64, usize, &str)> = woken.iter().filter(|(ns, _, _)| inside(*ns)).collect();
         // Waiters, not wakeups: one waiter woken twice by one release (its watch re-armed on a
         // server that had not applied the delete yet, which ZooKeeper allows after a
@@ -136,6 +160,12 @@ fn judge(lock: &str, departures: &[Departure], woken: &[(u64, usize, &str)]) -> 
         if window > 0 {
             most = most.max(names.len());
         }
+        // The departures this window needs, those whose time runs out first.
+        let mut waiters_left = 0;
+        while names.len() > usize::from(window > 0) + waiters_left && open.pop().is_some() {
+            waiters_left += 1;
+        }
+        let allowed = usize::from(window > 0) + waiters_left;
         if names.len() <= allowed {
             continue;
         }
