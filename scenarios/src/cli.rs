@@ -244,6 +244,11 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("{trimmed:?} is not a size between 1 byte and 16 EiB"))
 }
 
+/// A wall-clock duration on the command line (`--for 30m`): the scenario files' syntax.
+pub(crate) fn parse_wall_duration(text: &str) -> Result<std::time::Duration, String> {
+    parse_duration(text)
+}
+
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     coordsim_sim::scenario::Dur::parse(text).map(|d| d.0)
 }

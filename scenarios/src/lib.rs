@@ -15,6 +15,7 @@ pub mod owned;
 pub mod real_cmd;
 pub mod report_cmd;
 pub mod shrink;
+pub mod soak;
 pub mod sweep;
 pub mod switches;
 pub mod testbed;

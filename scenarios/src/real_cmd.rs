@@ -62,9 +62,14 @@ struct RunArgs {
     /// A library name or a path to a scenario file (a lock workload; pause, crash and partition
     /// faults; client clocks).
     scenario: String,
-    /// Runs, one after the other, each on a fresh cluster; run N draws [chaos] faults with seed N.
-    #[arg(long, default_value_t = 1)]
-    runs: u64,
+    /// Runs, one after the other, each on a fresh cluster; run N draws [chaos] faults with seed N
+    /// (default 1; with `--for`, as many as fit, at most 1000).
+    #[arg(long)]
+    runs: Option<u64>,
+    /// A soak: start runs until this much wall time has passed (`30m`, `2h`; a run started is
+    /// finished), then print a table of every property's failures over the runs.
+    #[arg(long = "for", value_name = "DURATION", value_parser = crate::cli::parse_wall_duration)]
+    for_: Option<std::time::Duration>,
     /// Output folder; run N writes <out>/<system>/<scenario>/run-N/ (history.json, summary.json,
     /// report.html, and the cluster's and clients' logs and data).
     #[arg(long, default_value = "target/coordsim/real")]
@@ -191,7 +196,10 @@ fn run_real(_: &RunArgs, _: SystemArg) -> Result<ExitCode, InputError> {
 
 #[cfg(not(feature = "real"))]
 fn fidelity(_: &FidelityArgs) -> Result<ExitCode, InputError> {
-    run_real(&RunArgs { scenario: String::new(), runs: 1, out: PathBuf::new(), keep_data: false }, SystemArg::Etcd)
+    run_real(
+        &RunArgs { scenario: String::new(), runs: Some(1), for_: None, out: PathBuf::new(), keep_data: false },
+        SystemArg::Etcd,
+    )
 }
 
 /// One scenario's verdicts: per judged property, how many of the runs failed it.
@@ -362,16 +370,20 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         SystemArg::Etcd => System::Etcd,
         SystemArg::Zookeeper => System::Zookeeper,
     };
-    if args.runs == 0 || args.runs > 1000 {
-        return Err(InputError::Usage(format!("--runs {} must be between 1 and 1000", args.runs)));
+    let runs = args.runs.unwrap_or(if args.for_.is_some() { 1000 } else { 1 });
+    if runs == 0 || runs > 1000 {
+        return Err(InputError::Usage(format!("--runs {runs} must be between 1 and 1000")));
+    }
+    if args.for_.is_some_and(|d| d.is_zero()) {
+        return Err(InputError::Usage("--for must be a duration above zero, like 30m or 2h".into()));
     }
     let loaded = load::resolve(&args.scenario)?;
     let scenario = &loaded.scenario;
     // Refuse before starting anything: the check each run makes (its [chaos] draw differs), with
     // the file's name.
-    for run in 1..=args.runs {
+    for run in 1..=runs {
         coordsim_real::run::check(scenario, system, run).map_err(|e| {
-            let which = if args.runs > 1 { format!(" in run {run}'s fault plan") } else { String::new() };
+            let which = if runs > 1 { format!(" in run {run}'s fault plan") } else { String::new() };
             InputError::Usage(format!("{}: {e}{which} (against a real {} cluster)", loaded.source, system.name()))
         })?;
     }
@@ -390,17 +402,24 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
     let _claim = claim_folder(&args.out.join(system.name()).join(&scenario.name))?;
     let not_judged: Vec<&str> =
         Property::ALL.iter().filter(|p| !coordsim_real::JUDGED.contains(p)).map(|p| p.id()).collect();
+    let planned = match args.for_ {
+        Some(wall) => format!("runs for {} (at most {runs})", crate::soak::fmt_wall(wall)),
+        None => format!("{runs} run{}", if runs == 1 { "" } else { "s" }),
+    };
     crate::outln!(
-        "{} ({}) on real {}: {} run{} (not judged on a real cluster: {})",
+        "{} ({}) on real {}: {planned} (not judged on a real cluster: {})",
         scenario.name,
         loaded.source,
         system.name(),
-        args.runs,
-        if args.runs == 1 { "" } else { "s" },
         not_judged.join(", ")
     );
+    let soak_started = std::time::Instant::now();
+    let mut tally = crate::soak::Tally::default();
     let mut unexpected = Vec::new();
-    for run in 1..=args.runs {
+    for run in 1..=runs {
+        if run > 1 && args.for_.is_some_and(|wall| soak_started.elapsed() >= wall) {
+            break;
+        }
         let dir = args.out.join(system.name()).join(&scenario.name).join(format!("run-{run}"));
         fresh_dir(&dir)?;
         let started = std::time::Instant::now();
@@ -441,18 +460,22 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
             }
         }
         crate::outln!("           report: {}", report.display());
+        tally.add(&summary);
         if !summary.as_expected {
             unexpected.push(summary.replay.clone());
         }
     }
+    let done = tally.runs();
+    if done > 1 {
+        crate::outln!("{}", tally.table(soak_started.elapsed()));
+    }
     if unexpected.is_empty() {
-        crate::outln!("all {} runs as expected", args.runs);
+        crate::outln!("all {done} runs as expected");
         Ok(ExitCode::SUCCESS)
     } else {
         crate::outln!(
-            "{} of {} runs NOT as expected (the scenario's verdicts are the simulator's); run again with:",
+            "{} of {done} runs NOT as expected (the scenario's verdicts are the simulator's); run again with:",
             unexpected.len(),
-            args.runs
         );
         unexpected.dedup();
         for command in &unexpected {
