@@ -863,6 +863,32 @@ fn herd_allows_the_wakeup_a_failed_waiters_lingering_entry_causes_when_its_lease
 }
 
 #[test]
+fn herd_allows_a_departures_wakeup_seen_after_the_next_release() {
+    // As chaos-fenced-mutex seed 80: c3's lease ends at 0.9 s, before c1's release; the
+    // notification to c4 behind it, slowed by the network, arrives at 1.010 s, after c2's wakeup
+    // for the release. Two causes, two waiters: no herd.
+    let late = |c4_asks_ms: u64| {
+        let mut b = Builder::new();
+        b.grant(0, 10, "c1", 1, 2).unlock(1000, 1010, "c1");
+        b.grant(100, 1020, "c2", 2, 3).grant(110, 2020, "c3", 3, 4);
+        b.lock(c4_asks_ms, 0, "c4", 4, None);
+        b.expiry(900, 3).wakeup(1005, "c2").wakeup(1010, "c4");
+        b
+    };
+    assert_eq!(late(120).verdict(Property::Herd), Verdict::Pass);
+    // A cause wakes only a waiter already waiting: c4, asking at 0.95 s after c3 left, and c2,
+    // whose wakeup at 0.905 s c3's departure already explains, were both woken by c1's release.
+    let mut second = late(950);
+    second.wakeup(905, "c2");
+    let report = second.report(Property::Herd);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(
+        &report.findings[0].message,
+        &["2 waiters woken after c1's release", "at most 1 allowed", "c2, c4"],
+    );
+}
+
+#[test]
 fn herd_does_not_count_a_waiter_whose_lease_had_ended() {
     // c3's lease expired at 900, before c1's release: its entry left the queue (and c4, behind
     // it, woke for that). Its watch, still armed, fires on c1's release too: not a herd.

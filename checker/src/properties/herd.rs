@@ -3,20 +3,22 @@
 //! those where every waiter watches the lock key (compare-and-swap, then watch) wake them all, and
 //! a scenario running one expects this property to fail.
 //!
-//! The rule, per lock: the releases of the holder — the invocation of its `unlock`, the expiry or
-//! the revocation of its lease, whichever comes first, once it has learned of its grant — cut
-//! the run into windows. Each window may
-//! wake one waiter for its release, plus one for each waiter that left the queue inside it
-//! (its lease expired or was revoked, or its request ended `info` or `fail` and it removed its
-//! entry): with predecessor watches, a departure wakes exactly the one waiter behind it. A
-//! request that ended `info` or `fail` left at a time the history does not show: at its end if
-//! the client deleted its entry then, or as late as its lease's end if the delete did not get
-//! through (seen on real etcd: a failed waiter's key stayed until its lease expired, and that
-//! expiry woke the waiter behind it). So each such departure excuses one wakeup in any window
-//! from its end to its lease's end (the end of the run if the lease lives on); departures are
-//! given to windows earliest-deadline first, which excuses as many wakeups as any assignment
-//! can. A window with more wakeups than its release and its departures excuse is a herd; the
-//! finding names the release and the waiters woken.
+//! The rule, per lock: every wakeup needs a cause, and a cause wakes at most one waiter, one
+//! that was already waiting when it happened. The causes are the releases of the holder — the
+//! invocation of its `unlock`, the expiry or the revocation of its lease, whichever comes first,
+//! once it has learned of its grant — and the departures of waiters (a lease that expired or was
+//! revoked, or a request that ended `info` or `fail` and whose entry went): with predecessor
+//! watches, a departure wakes exactly the one waiter behind it. A wakeup may be seen after its
+//! cause by any delay (a notification slowed by the network, a watch stream re-established after
+//! a cut), so a cause is not tied to the window of its release. A request that ended `info` or
+//! `fail` left at a time the history does not show: at its end if the client deleted its entry
+//! then, or as late as its lease's end if the delete did not get through (seen on real etcd: a
+//! failed waiter's key stayed until its lease expired, and that expiry woke the waiter behind
+//! it); the run's end if the lease lives on. Likewise an unlock deletes the key at some time
+//! between its invocation and its answer, so a waiter that joined meanwhile may be the one it
+//! wakes. Wakeups are given causes earliest-deadline first.
+//! The releases cut the run into windows; a window with a wakeup no cause is left for is a herd,
+//! and the finding names the release and the waiters woken in that window.
 //! Before the first release only departures may wake anyone. A wakeup of a waiter whose lease
 //! had already ended is not counted: its entry left the queue with the lease, and its watch,
 //! still armed in a dead session, fires on whatever it watched (reported in the summary).
@@ -29,8 +31,8 @@ use crate::properties::locks::{LockOutcome, LockRequest, lock_requests};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
 /// Something that may wake one waiter: when (at some time in `time_ns..=latest_ns`: see the
-/// module docs), the entry, who, and whether it is the holder's release (exact: `latest_ns` is
-/// `time_ns`).
+/// module docs; a release's window starts at `time_ns`), the entry, who, and whether it is the
+/// holder's release.
 #[derive(Clone, Debug)]
 struct Departure {
     time_ns: u64,
@@ -43,15 +45,22 @@ struct Departure {
 pub(super) fn check(history: &History) -> PropertyReport {
     let requests = lock_requests(history);
     let lease_ends = lease_ends(history);
-    let mut wakeups: BTreeMap<&str, Vec<(u64, usize, &str)>> = BTreeMap::new();
+    let mut wakeups: BTreeMap<&str, Vec<Woken>> = BTreeMap::new();
     let mut zombies = 0usize;
     for (index, entry) in history.entries.iter().enumerate() {
         if let Event::Wakeup { lock, .. } = &entry.event {
-            if left_the_queue(&requests, &lease_ends, &entry.node, lock, entry.time_ns) {
+            let waiting = waiting_request(&requests, &entry.node, lock, entry.time_ns);
+            if waiting.and_then(|r| lease_ends.get(&r.lease)).is_some_and(|(ended_ns, _)| *ended_ns < entry.time_ns) {
                 zombies += 1;
                 continue;
             }
-            wakeups.entry(lock).or_default().push((entry.time_ns, index, &entry.node));
+            let since_ns = waiting.map_or(0, |r| r.invoke_ns);
+            wakeups.entry(lock).or_default().push(Woken {
+                time_ns: entry.time_ns,
+                entry: index,
+                client: &entry.node,
+                since_ns,
+            });
         }
     }
     let total: usize = wakeups.values().map(Vec::len).sum();
@@ -83,20 +92,22 @@ pub(super) fn check(history: &History) -> PropertyReport {
     PropertyReport { property: "herd".into(), verdict, summary, findings }
 }
 
-/// Whether `client`'s request for `lock` waiting at `time_ns` had lost its lease by then: its
-/// queue entry is gone, and its wakeup (a watch still armed in a dead session) is not one the
-/// queue caused.
-fn left_the_queue(
-    requests: &[LockRequest],
-    lease_ends: &BTreeMap<i64, (u64, usize)>,
-    client: &str,
-    lock: &str,
-    time_ns: u64,
-) -> bool {
-    let waiting = requests.iter().rev().find(|r| {
+/// `client`'s request for `lock` waiting at `time_ns`. If its lease had ended by then, its queue
+/// entry is gone, and its wakeup (a watch still armed in a dead session) is not one the queue
+/// caused.
+fn waiting_request<'a>(requests: &'a [LockRequest], client: &str, lock: &str, time_ns: u64) -> Option<&'a LockRequest> {
+    requests.iter().rev().find(|r| {
         r.client == client && r.lock == lock && r.invoke_ns <= time_ns && r.complete.is_none_or(|(ns, _)| ns >= time_ns)
-    });
-    waiting.and_then(|r| lease_ends.get(&r.lease)).is_some_and(|(ended_ns, _)| *ended_ns < time_ns)
+    })
+}
+
+/// One wakeup: when, its entry, whose, and since when its request waited.
+#[derive(Clone, Copy, Debug)]
+struct Woken<'a> {
+    time_ns: u64,
+    entry: usize,
+    client: &'a str,
+    since_ns: u64,
 }
 
 /// The departures from `lock`'s queue, in order of their earliest time.
@@ -114,10 +125,15 @@ fn departures(requests: &[LockRequest], lock: &str, lease_ends: &BTreeMap<i64, (
             let (time_ns, entry) = [own, lease_end].into_iter().flatten().min()?;
             // A granted request whose lease ended before it learned of the grant left as a waiter.
             let holder = r.granted().is_some_and(|(granted_ns, _)| time_ns >= granted_ns);
-            let latest_ns = match (uncertain, lease_end) {
-                (false, _) => time_ns,
-                (true, Some((ended_ns, _))) => ended_ns.max(time_ns),
-                (true, None) => u64::MAX,
+            let lease_end_ns = lease_end.map_or(u64::MAX, |(ns, _)| ns);
+            let latest_ns = if uncertain {
+                lease_end_ns.max(time_ns)
+            } else if own.is_some_and(|(ns, _)| ns == time_ns) && r.unlock.is_some() {
+                // An unlock deletes the key between its invocation and its answer (or, unanswered,
+                // as late as the lease's end): a waiter that joined meanwhile may be the one woken.
+                r.unlocked.map_or(lease_end_ns, |(ns, _)| ns.min(lease_end_ns)).max(time_ns)
+            } else {
+                time_ns
             };
             Some(Departure { time_ns, latest_ns, entry, client: r.client.clone(), holder })
         })
@@ -126,52 +142,56 @@ fn departures(requests: &[LockRequest], lock: &str, lease_ends: &BTreeMap<i64, (
     out
 }
 
-/// Counts the wakeups of each window; returns the findings and the largest count after a release.
-fn judge(lock: &str, departures: &[Departure], woken: &[(u64, usize, &str)]) -> (Vec<Finding>, usize) {
+/// Gives each wakeup a cause and reports the windows whose wakeups could not all have one;
+/// returns the findings and the most waiters woken in one window after a release.
+///
+/// A cause (a release, or a waiter's departure: see the module docs) wakes at most one waiter,
+/// one that was already waiting when it happened, and the wakeup may be seen later (a watch
+/// notification delayed by the network, or by a watch stream re-established after a cut). The
+/// wakeups are taken in time order, each given the cause still free whose time runs out first
+/// (earliest-deadline first). A waiter woken twice in one window counts once: its watch re-armed
+/// on a server that had not applied the delete yet, which ZooKeeper allows after a reconnection
+/// (a notification carries no zxid).
+fn judge(lock: &str, departures: &[Departure], woken: &[Woken]) -> (Vec<Finding>, usize) {
     let releases: Vec<&Departure> = departures.iter().filter(|d| d.holder).collect();
+    let window_of = |ns: u64| releases.partition_point(|r| r.time_ns <= ns);
+    // The waiters of each window, each counted once.
+    let mut counted: Vec<&Woken> = Vec::new();
+    for w in woken {
+        let window = window_of(w.time_ns);
+        if !counted.iter().any(|c| c.client == w.client && window_of(c.time_ns) == window) {
+            counted.push(w);
+        }
+    }
+    let mut free = vec![true; departures.len()];
+    let mut matched = vec![None; counted.len()];
+    for (i, w) in counted.iter().enumerate() {
+        let cause = (0..departures.len())
+            .filter(|&c| free[c] && departures[c].time_ns <= w.time_ns && departures[c].latest_ns >= w.since_ns)
+            .min_by_key(|&c| (departures[c].latest_ns, departures[c].time_ns));
+        if let Some(c) = cause {
+            free[c] = false;
+            matched[i] = Some(c);
+        }
+    }
     let mut findings = Vec::new();
     let mut most = 0usize;
-    // The waiters' departures not yet given to a window, in order of their earliest time.
-    let mut pending = departures.iter().filter(|d| !d.holder).peekable();
-    // Those that may fall in the current window or a later one: (latest time, index).
-    let mut open: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> = Default::default();
     // Window i starts at release i - 1 (window 0: the start of the run).
     for window in 0..=releases.len() {
-        let start_ns = if window == 0 { 0 } else { releases[window - 1].time_ns };
-        let end_ns = releases.get(window).map_or(u64::MAX, |r| r.time_ns);
-        let inside = |ns: u64| ns >= start_ns && ns < end_ns;
-        while let Some(d) = pending.next_if(|d| d.time_ns < end_ns) {
-            open.push(std::cmp::Reverse((d.latest_ns, d.entry)));
-        }
-        // Departures that could only have happened before this window are spent.
-        while open.peek().is_some_and(|std::cmp::Reverse((latest_ns, _))| *latest_ns < start_ns) {
-            open.pop();
-        }
-        let here: Vec<&(u64, usize, &str)> = woken.iter().filter(|(ns, _, _)| inside(*ns)).collect();
-        // Waiters, not wakeups: one waiter woken twice by one release (its watch re-armed on a
-        // server that had not applied the delete yet, which ZooKeeper allows after a
-        // reconnection: a notification carries no zxid) is not a herd.
-        let mut names: Vec<&str> = Vec::new();
-        for (_, _, client) in &here {
-            if !names.contains(client) {
-                names.push(client);
-            }
-        }
+        let here: Vec<usize> = (0..counted.len()).filter(|&i| window_of(counted[i].time_ns) == window).collect();
         if window > 0 {
-            most = most.max(names.len());
+            most = most.max(here.len());
         }
-        // The departures this window needs, those whose time runs out first.
-        let mut waiters_left = 0;
-        while names.len() > usize::from(window > 0) + waiters_left && open.pop().is_some() {
-            waiters_left += 1;
-        }
-        let allowed = usize::from(window > 0) + waiters_left;
-        if names.len() <= allowed {
+        let excused = here.iter().filter(|&&i| matched[i].is_some()).count();
+        if excused == here.len() {
             continue;
         }
+        let waiters_left = here.iter().filter(|&&i| matched[i].is_some_and(|c| !departures[c].holder)).count();
         let (time_ns, cause, mut entries) = match window {
-            0 if releases.is_empty() => (here[0].0, "with no release in the run".to_string(), Vec::new()),
-            0 => (here[0].0, "before the first release".to_string(), Vec::new()),
+            0 if releases.is_empty() => {
+                (counted[here[0]].time_ns, "with no release in the run".to_string(), Vec::new())
+            }
+            0 => (counted[here[0]].time_ns, "before the first release".to_string(), Vec::new()),
             _ => {
                 let release = releases[window - 1];
                 let until = if window < releases.len() { ", before the next" } else { ", the last" };
@@ -180,8 +200,10 @@ fn judge(lock: &str, departures: &[Departure], woken: &[(u64, usize, &str)]) -> 
                 (release.time_ns, cause, vec![release.entry])
             }
         };
-        entries.extend(here.iter().map(|(_, entry, _)| *entry));
-        let allowed = match allowed {
+        let inside = |ns: u64| window_of(ns) == window;
+        entries.extend(woken.iter().filter(|w| inside(w.time_ns)).map(|w| w.entry));
+        let names: Vec<&str> = here.iter().map(|&i| counted[i].client).collect();
+        let allowed = match excused {
             0 => "none allowed".to_string(),
             n => format!("at most {n} allowed"),
         };
@@ -192,7 +214,7 @@ fn judge(lock: &str, departures: &[Departure], woken: &[(u64, usize, &str)]) -> 
         };
         findings.push(Finding {
             time_ns,
-            until_ns: here.last().map(|(ns, _, _)| *ns),
+            until_ns: woken.iter().filter(|w| inside(w.time_ns)).map(|w| w.time_ns).last(),
             message: format!("{lock}: {} waiters woken {cause}, {allowed}{left}: {}", names.len(), names.join(", ")),
             entries,
         });

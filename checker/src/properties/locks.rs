@@ -35,6 +35,8 @@ pub struct LockRequest {
     pub complete: Option<(u64, usize)>,
     /// (invocation time, entry) of the `unlock` of this grant by its holder.
     pub unlock: Option<(u64, usize)>,
+    /// (time, entry) of the first `unlock` of this grant answered `ok`: its key was gone by then.
+    pub unlocked: Option<(u64, usize)>,
 }
 
 impl LockRequest {
@@ -50,6 +52,8 @@ impl LockRequest {
 pub fn lock_requests(history: &History) -> Vec<LockRequest> {
     let mut out: Vec<LockRequest> = Vec::new();
     let mut by_op: BTreeMap<OpId, usize> = BTreeMap::new();
+    // Unlock operations: the request whose grant each releases.
+    let mut unlocks: BTreeMap<OpId, usize> = BTreeMap::new();
     for (index, entry) in history.entries.iter().enumerate() {
         let now = entry.time_ns;
         match &entry.event {
@@ -66,18 +70,23 @@ pub fn lock_requests(history: &History) -> Vec<LockRequest> {
                     outcome: LockOutcome::Open,
                     complete: None,
                     unlock: None,
+                    unlocked: None,
                 });
             }
-            Event::Invoke { call: Call::Unlock { name, key }, .. } => {
+            Event::Invoke { op, call: Call::Unlock { name, key } } => {
                 // The holder's latest grant of this lock under this key.
-                let grant = out.iter_mut().rev().find(|r| {
+                let grant = out.iter().rposition(|r| {
                     r.client == entry.node
                         && r.lock == *name
                         && matches!(&r.outcome, LockOutcome::Granted { key: k, .. } if k == key)
                 });
                 if let Some(grant) = grant {
-                    grant.unlock.get_or_insert((now, index));
+                    out[grant].unlock.get_or_insert((now, index));
+                    unlocks.insert(*op, grant);
                 }
+            }
+            Event::Ok { op, .. } if unlocks.contains_key(op) => {
+                out[unlocks[op]].unlocked.get_or_insert((now, index));
             }
             Event::Ok { op, .. } | Event::Fail { op, .. } | Event::Info { op, .. } if by_op.contains_key(op) => {
                 let request = &mut out[by_op[op]];
