@@ -155,14 +155,10 @@ fn departures(requests: &[LockRequest], lock: &str, lease_ends: &BTreeMap<i64, (
 fn judge(lock: &str, departures: &[Departure], woken: &[Woken]) -> (Vec<Finding>, usize) {
     let releases: Vec<&Departure> = departures.iter().filter(|d| d.holder).collect();
     let window_of = |ns: u64| releases.partition_point(|r| r.time_ns <= ns);
-    // The waiters of each window, each counted once.
-    let mut counted: Vec<&Woken> = Vec::new();
-    for w in woken {
-        let window = window_of(w.time_ns);
-        if !counted.iter().any(|c| c.client == w.client && window_of(c.time_ns) == window) {
-            counted.push(w);
-        }
-    }
+    // The waiters of each window, each counted once, with their window.
+    let mut seen = std::collections::BTreeSet::new();
+    let (counted, windows): (Vec<&Woken>, Vec<usize>) =
+        woken.iter().map(|w| (w, window_of(w.time_ns))).filter(|(w, window)| seen.insert((*window, w.client))).unzip();
     let mut free = vec![true; departures.len()];
     let mut matched = vec![None; counted.len()];
     for (i, w) in counted.iter().enumerate() {
@@ -178,7 +174,7 @@ fn judge(lock: &str, departures: &[Departure], woken: &[Woken]) -> (Vec<Finding>
     let mut most = 0usize;
     // Window i starts at release i - 1 (window 0: the start of the run).
     for window in 0..=releases.len() {
-        let here: Vec<usize> = (0..counted.len()).filter(|&i| window_of(counted[i].time_ns) == window).collect();
+        let here: Vec<usize> = (0..counted.len()).filter(|&i| windows[i] == window).collect();
         if window > 0 {
             most = most.max(here.len());
         }

@@ -94,11 +94,16 @@ impl Link {
 
     /// Waits until the drop count is past `seen`, or a server said the session expired.
     pub async fn dropped_since(&self, seen: u64) {
+        self.wait_until(|link| link.drops() > seen || link.expired()).await;
+    }
+
+    /// Waits until `ready` holds, looked at again after every change of the link.
+    async fn wait_until(&self, ready: impl Fn(&Link) -> bool) {
         loop {
             let notified = self.dropped.notified();
             let mut notified = std::pin::pin!(notified);
             notified.as_mut().enable();
-            if self.drops() > seen || self.expired() {
+            if ready(self) {
                 return;
             }
             notified.await;
@@ -156,31 +161,13 @@ impl Link {
     /// Waits until a request may go out (`true`) or the connection attempt under way fails
     /// (`false`: the drop count is past `seen`).
     async fn until_open(&self, seen: u64) -> bool {
-        loop {
-            let notified = self.dropped.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            if self.gate() != Gate::Closed {
-                return true;
-            }
-            if self.drops() > seen {
-                return false;
-            }
-            notified.await;
-        }
+        self.wait_until(|link| link.gate() != Gate::Closed || link.drops() > seen).await;
+        self.gate() != Gate::Closed
     }
 
     /// Waits until the drop count is past `seen` (a session's expiry does not count).
     async fn until_dropped(&self, seen: u64) {
-        loop {
-            let notified = self.dropped.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            if self.drops() > seen {
-                return;
-            }
-            notified.await;
-        }
+        self.wait_until(|link| link.drops() > seen).await;
     }
 }
 
