@@ -13,8 +13,8 @@
 //!   crate) as tasks of the test process on a real cluster, each client reaching the servers
 //!   through [`proxy`] links that the test cuts at the simulated test's times; the history is
 //!   the simulator's format, for a differential test of the same source in both worlds.
-//! - [`run`]: one run of a scenario: cluster, resource, clients, the fault plan (pause and crash
-//!   of servers and clients), then the journals merged into one history in the simulator's
+//! - [`run`]: one run of a scenario: cluster, resource, clients, the fault plan (pauses, crashes,
+//!   partitions, packet loss, latency and slow links; [`netns`], [`links`]), then the journals merged into one history in the simulator's
 //!   format, for the same checkers and reports.
 //!
 //! What the history of a real run cannot hold: the servers' own records (lease expiries, lease
@@ -25,6 +25,7 @@ pub mod cluster;
 pub mod config;
 pub mod etcd;
 pub mod journal;
+pub mod links;
 pub mod netns;
 pub mod procs;
 pub mod proxy;

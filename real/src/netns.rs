@@ -99,13 +99,18 @@ impl Network {
             run(IP, &["-n", &ns, "link", "set", "lo", "up"], None)?;
             network.hosts.insert(node.clone(), Host { ns, ip });
         }
-        network.apply(&BTreeSet::new())?;
+        network.apply(&BTreeSet::new(), 0.0)?;
         Ok(network)
     }
 
     /// The address of `node` (the bridge's for the orchestrator and the resource).
     pub fn ip(&self, node: &str) -> Ipv4Addr {
         self.hosts.get(node).map_or(self.bridge_ip, |h| h.ip)
+    }
+
+    /// The network namespace `node` runs in (`ip netns` name), if it has one.
+    pub fn namespace(&self, node: &str) -> Option<&str> {
+        self.hosts.get(node).map(|h| h.ns.as_str())
     }
 
     pub fn bridge_ip(&self) -> Ipv4Addr {
@@ -126,16 +131,27 @@ impl Network {
         wrapped
     }
 
-    /// Makes the cut links exactly `cut`: each namespace's output chain drops packets to the
-    /// nodes its node may not reach (a node not in the network, such as the resource, is the
-    /// bridge's address).
-    pub fn apply(&self, cut: &BTreeSet<Link>) -> Result<(), String> {
+    /// Makes the cut links exactly `cut` and the packet loss `loss` (0 to 1): each namespace's
+    /// output chain drops packets to the nodes its node may not reach (a node not in the network,
+    /// such as the resource, is the bridge's address), then each packet to another node with
+    /// probability `loss` (nftables `numgen random`). Loss also hits what clients send to the
+    /// resource, not what servers send to the bridge: that is the orchestrator's observation of
+    /// the cluster, which is not a link of the scenario's network.
+    pub fn apply(&self, cut: &BTreeSet<Link>, loss: f64) -> Result<(), String> {
+        let subnet = self.subnet();
         for (node, host) in &self.hosts {
             let mut rules = String::from(
                 "table inet coordsim {\n  chain output {\n    type filter hook output priority 0; policy accept;\n",
             );
             for (_, to) in cut.iter().filter(|(from, _)| from == node) {
                 rules.push_str(&format!("    ip daddr {} drop\n", self.ip(to)));
+            }
+            if let Some(threshold) = loss_threshold(loss) {
+                let spared = if is_server(node) { format!(" ip daddr != {}", self.bridge_ip) } else { String::new() };
+                rules.push_str(&format!(
+                    "    ip daddr {subnet}/24 ip daddr != {}{spared} numgen random mod {LOSS_SCALE} < {threshold} drop\n",
+                    host.ip
+                ));
             }
             rules.push_str("  }\n}\n");
             // Delete and re-create the table in one transaction: no moment without rules.
@@ -144,6 +160,39 @@ impl Network {
         }
         Ok(())
     }
+
+    /// Sends every TCP connection `node` opens to another node or to the bridge to its link proxy
+    /// on 127.0.0.1:`port` (`crate::links`), except the proxy's own, marked `mark`.
+    pub fn redirect(&self, node: &str, port: u16, mark: u32) -> Result<(), String> {
+        let host = self.hosts.get(node).ok_or_else(|| format!("{node} has no namespace"))?;
+        let script = format!(
+            "table ip coordsim_links {{\n  chain output {{\n    type nat hook output priority -100; policy accept;\n    \
+             meta mark {mark:#x} return\n    ip daddr {}/24 ip daddr != {} meta l4proto tcp redirect to :{port}\n  }}\n}}\n",
+            self.subnet(),
+            host.ip
+        );
+        run(IP, &["netns", "exec", &host.ns, NFT, "-f", "-"], Some(&script))
+    }
+
+    /// The network's address, 10.213.T.0.
+    fn subnet(&self) -> Ipv4Addr {
+        let [a, b, c, _] = self.bridge_ip.octets();
+        Ipv4Addr::new(a, b, c, 0)
+    }
+}
+
+/// Packet loss is drawn as `numgen random mod LOSS_SCALE < threshold`: rates to a millionth.
+const LOSS_SCALE: u32 = 1_000_000;
+
+/// The rule's threshold for a loss rate, or `None` for no loss.
+fn loss_threshold(loss: f64) -> Option<u32> {
+    let threshold = (loss.clamp(0.0, 1.0) * f64::from(LOSS_SCALE)).round() as u32;
+    (threshold > 0).then_some(threshold)
+}
+
+/// Servers are `s1`, `s2`, ... (the run names its nodes so: `crate::run`).
+fn is_server(node: &str) -> bool {
+    node.starts_with('s') && node[1..].parse::<u32>().is_ok()
 }
 
 /// Where the subnets' claims are kept: one lock file per subnet.
@@ -277,6 +326,16 @@ fn pid_of(name: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loss_rates_become_thresholds_to_a_millionth_and_servers_are_told_by_name() {
+        assert_eq!(loss_threshold(0.0), None);
+        assert_eq!(loss_threshold(0.2), Some(200_000));
+        assert_eq!(loss_threshold(1.5), Some(LOSS_SCALE));
+        assert_eq!(loss_threshold(0.0000001), None, "below a millionth is no loss");
+        assert!(is_server("s1") && is_server("s12"));
+        assert!(!is_server("c1") && !is_server("resource") && !is_server("s"));
+    }
 
     #[test]
     fn addresses_are_read_from_ip_o_addr_show() {

@@ -1,5 +1,10 @@
-//! One client's TCP link to one server, through this process, where the nemesis can cut it (both
-//! ways or replies only), slow it down, or drop its connections.
+//! TCP links through this process, where the nemesis can cut them (both ways or replies only),
+//! slow them down, or drop their connections.
+//!
+//! Two uses: [`LinkProxy`] is one client's link to one server in the test's own process (the
+//! Testbed); [`serve_transparent`] is every outgoing link of one node of a real run, inside the
+//! node's network namespace, where nftables redirects the node's connections to it
+//! (`coordsim real-link`, [`crate::links`]).
 //!
 //! Why a proxy: user code under test runs inside the test's own process (the etcd-client and
 //! zookeeper-client crates on the test's runtime), so it shares the host's network stack with the
@@ -15,7 +20,9 @@
 //! answers for the listening socket) and then carries nothing, where a real SYN would go
 //! unanswered; either way the client hears nothing from the server and times out.
 
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,8 +39,10 @@ pub struct LinkState {
     pub requests_cut: bool,
     /// Bytes from the server are held back.
     pub replies_cut: bool,
-    /// Added to every chunk's trip, each way (true time).
-    pub delay: Duration,
+    /// Added to each chunk's trip from the client to the server.
+    pub request_delay: Delay,
+    /// Added to each chunk's trip from the server to the client.
+    pub reply_delay: Delay,
     /// Bumped to drop every open connection (the client sees its connection closed, as when a
     /// server drops its clients).
     pub generation: u64,
@@ -52,6 +61,35 @@ impl LinkState {
             Way::Request => !self.requests_cut,
             Way::Reply => !self.replies_cut,
         }
+    }
+
+    fn delay(&self, way: Way) -> Delay {
+        match way {
+            Way::Request => self.request_delay,
+            Way::Reply => self.reply_delay,
+        }
+    }
+}
+
+/// A delay drawn for each chunk, uniformly in `min..=max` (true time): the simulator's `latency`
+/// fault draws each message's delay the same way (madsim's `send_latency`). A chunk is never
+/// delivered before the one read before it (a TCP stream keeps its order), so a long draw holds
+/// back the chunks behind it, as a retransmission does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Delay {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+impl Delay {
+    pub fn fixed(delay: Duration) -> Delay {
+        Delay { min: delay, max: delay }
+    }
+
+    /// The delay for one chunk; `random` is any 64-bit draw.
+    fn draw(self, random: u64) -> Duration {
+        let span = self.max.saturating_sub(self.min).as_nanos() as u64;
+        if span == 0 { self.min } else { self.min + Duration::from_nanos(random % (span + 1)) }
     }
 }
 
@@ -101,7 +139,7 @@ impl LinkProxy {
 
     /// Every chunk read from now on is delivered `delay` later than it was read, each way.
     pub fn set_delay(&self, delay: Duration) {
-        self.state.send_modify(|s| s.delay = delay);
+        self.state.send_modify(|s| (s.request_delay, s.reply_delay) = (Delay::fixed(delay), Delay::fixed(delay)));
     }
 
     /// Closes every connection open now; new ones are accepted as before.
@@ -123,7 +161,7 @@ async fn accept(listener: TcpListener, upstream: SocketAddr, state: watch::Recei
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((client, _)) = accepted else { continue };
-                connections.spawn(forward(client, upstream, state.clone()));
+                connections.spawn(forward(client, TcpStream::connect(upstream), state.clone()));
             }
             // Reap finished connections so a long run does not keep their results.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -132,10 +170,14 @@ async fn accept(listener: TcpListener, upstream: SocketAddr, state: watch::Recei
 }
 
 /// One connection: a pump each way, until both ends close or the connections are dropped.
-async fn forward(client: TcpStream, upstream: SocketAddr, mut state: watch::Receiver<LinkState>) {
+async fn forward(
+    client: TcpStream,
+    connect: impl std::future::Future<Output = std::io::Result<TcpStream>>,
+    mut state: watch::Receiver<LinkState>,
+) {
     let generation = state.borrow().generation;
     let server = tokio::select! {
-        connected = TcpStream::connect(upstream) => match connected {
+        connected = connect => match connected {
             Ok(server) => server,
             Err(_) => return,
         },
@@ -181,9 +223,10 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, state: watch::Rec
         }
     };
     let mut write_state = state;
+    let mut random = Random::new();
     let writer = async move {
         while let Some((read_at, chunk)) = queued.recv().await {
-            let delay = write_state.borrow().delay;
+            let delay = write_state.borrow().delay(way).draw(random.next());
             tokio::time::sleep_until(read_at + delay).await;
             if write_state.wait_for(|s| s.open(way)).await.is_err() || to.write_all(&chunk).await.is_err() {
                 return;
@@ -192,6 +235,104 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, state: watch::Rec
         let _ = to.shutdown().await;
     };
     tokio::join!(reader, writer);
+}
+
+/// Draws for the delays: real runs are not replayable, so any well-mixed sequence does
+/// (splitmix64, a fresh start per pump from a process-wide counter).
+struct Random(u64);
+
+impl Random {
+    fn new() -> Random {
+        static PUMPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let pump = PUMPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Random(u64::from(std::process::id()) << 32 ^ pump.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// The links of one node to each peer address, as [`serve_transparent`] applies them: for the
+/// peer at `ip`, requests are what this node sends there and replies what comes back.
+#[derive(Clone, Default)]
+pub struct Links {
+    peers: Arc<Mutex<BTreeMap<Ipv4Addr, watch::Sender<LinkState>>>>,
+}
+
+impl Links {
+    /// Sets the link to `peer`; connections open now take it from their next chunk.
+    pub fn set(&self, peer: Ipv4Addr, state: LinkState) {
+        self.sender(peer).send_replace(state);
+    }
+
+    fn sender(&self, peer: Ipv4Addr) -> watch::Sender<LinkState> {
+        let mut peers = self.peers.lock().expect("link table lock poisoned");
+        peers.entry(peer).or_insert_with(|| watch::channel(LinkState::default()).0).clone()
+    }
+}
+
+/// Serves the connections nftables redirected to `listener` (each keeps the address it was
+/// opened to, read back with `SO_ORIGINAL_DST`): each goes on to that address through a socket
+/// marked `mark`, so that the node's redirect rule lets it pass, under `links`' state for that
+/// peer. Runs until the listener fails.
+pub async fn serve_transparent(listener: TcpListener, links: Links, mark: u32) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((client, _)) = accepted else { continue };
+                let Some(upstream) = original_destination(&client) else { continue };
+                let state = links.sender(*upstream.ip()).subscribe();
+                connections.spawn(forward(client, connect_marked(upstream, mark), state));
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// The address a redirected connection was opened to (netfilter's `SO_ORIGINAL_DST`).
+fn original_destination(stream: &TcpStream) -> Option<SocketAddrV4> {
+    use std::os::fd::AsRawFd;
+    // Linux's value (linux/netfilter_ipv4.h); the libc crate does not export it.
+    const SO_ORIGINAL_DST: libc::c_int = 80;
+    // SAFETY: sockaddr_in is plain data; getsockopt writes at most `len` bytes into it.
+    let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_IP,
+            SO_ORIGINAL_DST,
+            (&mut addr as *mut libc::sockaddr_in).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0)
+        .then(|| SocketAddrV4::new(Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr)), u16::from_be(addr.sin_port)))
+}
+
+async fn connect_marked(upstream: SocketAddrV4, mark: u32) -> std::io::Result<TcpStream> {
+    use std::os::fd::AsRawFd;
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    // SAFETY: setsockopt reads `size_of::<u32>()` bytes from a live u32.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MARK,
+            (&mark as *const u32).cast(),
+            std::mem::size_of::<u32>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    socket.connect(SocketAddr::V4(upstream)).await
 }
 
 #[cfg(test)]
@@ -283,6 +424,18 @@ mod tests {
             // 150 ms to the server, 150 ms back.
             assert!(start.elapsed() >= Duration::from_millis(300), "{:?}", start.elapsed());
         });
+    }
+
+    #[test]
+    fn a_delay_range_draws_within_its_bounds_and_a_fixed_one_is_exact() {
+        let range = Delay { min: Duration::from_millis(100), max: Duration::from_millis(800) };
+        let mut random = Random::new();
+        let draws: Vec<Duration> = (0..2000).map(|_| range.draw(random.next())).collect();
+        assert!(draws.iter().all(|d| (range.min..=range.max).contains(d)));
+        // Both ends of the range are reached (to a tenth of it).
+        assert!(draws.iter().any(|d| *d < Duration::from_millis(170)));
+        assert!(draws.iter().any(|d| *d > Duration::from_millis(730)));
+        assert_eq!(Delay::fixed(Duration::from_millis(30)).draw(random.next()), Duration::from_millis(30));
     }
 
     #[test]

@@ -21,7 +21,9 @@ use crate::cluster::zookeeper::ZkEnsemble;
 use crate::cluster::{Cluster, Hosts};
 use crate::config::{ClientConfig, System};
 use crate::journal::{self, Journal};
+use crate::links::LinkControl;
 use crate::procs::{self, Procs};
+use crate::proxy::Delay;
 
 /// libfaketime (Debian `faketime`), the multithreaded build: preloaded into a process whose
 /// clock the scenario skews, it shifts the wall clock by the offset and runs every clock and
@@ -176,12 +178,28 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
         let field = format!("nemesis fault {} ({})", fault.id, fault.spec.kind.name());
         match &fault.fault {
             Fault::Pause { .. } | Fault::Crash { .. } => {}
-            Fault::Partition { .. } => {
+            Fault::Partition { .. } | Fault::PacketLoss { .. } | Fault::Latency { .. } | Fault::LinkDelay { .. } => {
                 if let Some(reason) = crate::netns::unavailable() {
-                    return Err(unsupported(field, format!("partitions need a network namespace per node: {reason}")));
+                    return Err(unsupported(
+                        field,
+                        format!("network faults need a network namespace per node: {reason}"),
+                    ));
                 }
             }
-            _ => return Err(unsupported(field, "only pause, crash and partition faults reach real processes so far")),
+            Fault::DropReplies { .. } => {
+                return Err(unsupported(
+                    field,
+                    "dropped replies run only in the simulator so far: in a TCP stream one reply \
+                     cannot be dropped alone (the next ones would be lost with it), and telling a \
+                     write's reply from a keepalive's needs the gRPC or jute framing",
+                ));
+            }
+            _ => {
+                return Err(unsupported(
+                    field,
+                    "clock faults during a run reach real processes only as a [[clock]] at start so far",
+                ));
+            }
         }
     }
     Ok(faults)
@@ -199,6 +217,9 @@ impl RunDirs {
     fn clients(&self) -> PathBuf {
         self.root.join("clients")
     }
+    fn links(&self) -> PathBuf {
+        self.root.join("links")
+    }
 }
 
 /// Runs `scenario` once against a fresh `system` cluster; files go under `dir` (which must not
@@ -211,17 +232,23 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
         std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
     }
     let servers = scenario.cluster.servers;
-    // Namespaces only when a partition needs them: they need root, and loopback is simpler.
+    // Namespaces only when a network fault needs them: they need root, and loopback is simpler.
     let mut hosts = Hosts { net: None, env: clock_env(scenario) };
-    if faults.iter().any(|f| matches!(f.fault, Fault::Partition { .. })) {
-        let nodes: Vec<String> = (1..=servers)
-            .map(|i| format!("s{i}"))
-            .chain((1..=scenario.clients.count).map(|i| format!("c{i}")))
-            .collect();
+    let nodes: Vec<String> =
+        (1..=servers).map(|i| format!("s{i}")).chain((1..=scenario.clients.count).map(|i| format!("c{i}"))).collect();
+    if faults.iter().any(|f| is_network_fault(&f.fault)) {
         hosts.net = Some(Arc::new(crate::netns::Network::create(&nodes)?));
     }
     // Declared after `hosts`, so dropped first: the processes die before their namespaces go.
     let procs = Arc::new(Procs::default());
+    // Delays need a proxy on every link, in place before the servers open their connections.
+    let mut links = None;
+    if let Some(net) = &hosts.net
+        && faults.iter().any(|f| matches!(f.fault, Fault::Latency { .. } | Fault::LinkDelay { .. }))
+    {
+        let control = crate::links::LinkControl::start(net, &nodes, RESOURCE, &procs, exe, &dirs.links()).await?;
+        links = Some(control);
+    }
     let started = std::time::Instant::now();
     let history = match system {
         System::Etcd => {
@@ -229,12 +256,12 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
             let cluster =
                 EtcdCluster::start(&dirs.cluster(), servers, checkpoint, procs.clone(), hosts.clone()).await?;
             let ready = started.elapsed();
-            (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts).await?, ready)
+            (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts, &mut links).await?, ready)
         }
         System::Zookeeper => {
             let cluster = ZkEnsemble::start(&dirs.cluster(), servers, procs.clone(), hosts.clone()).await?;
             let ready = started.elapsed();
-            (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts).await?, ready)
+            (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts, &mut links).await?, ready)
         }
     };
     Ok(RealRun { history: history.0, cluster_ready: history.1, namespaces: hosts.net.is_some() })
@@ -268,6 +295,7 @@ async fn drive<C: Cluster>(
     faults: &[PlannedFault],
     procs: Arc<Procs>,
     hosts: &Hosts,
+    links: &mut Option<LinkControl>,
 ) -> Result<History, String> {
     let lock = scenario.lock.as_ref().expect("checked: a lock scenario");
     let resource_mode = scenario.resource.as_ref().expect("validated: a lock workload has a resource").mode;
@@ -347,6 +375,7 @@ async fn drive<C: Cluster>(
                 exe,
                 &base,
                 &mut clients,
+                links,
             )?;
         }
         if journal.now_ns() >= duration_ns {
@@ -403,6 +432,7 @@ async fn drive<C: Cluster>(
                 exe,
                 &base,
                 &mut clients,
+                links,
             )?;
         }
     }
@@ -562,6 +592,12 @@ struct Timeline<'a> {
     /// Active pauses and crashes per node.
     paused: std::collections::BTreeMap<String, u32>,
     crashed: std::collections::BTreeMap<String, u32>,
+    /// Active packet loss, latency and link delays, by plan index.
+    losses: std::collections::BTreeMap<usize, f64>,
+    latencies: std::collections::BTreeMap<usize, Delay>,
+    link_delays: std::collections::BTreeMap<usize, (String, String, Duration)>,
+    /// The cuts and loss the namespaces' rules hold now (none written yet: `None`).
+    applied_rules: Option<(BTreeSet<Link>, f64)>,
 }
 
 impl<'a> Timeline<'a> {
@@ -582,7 +618,57 @@ impl<'a> Timeline<'a> {
             cuts: Default::default(),
             paused: Default::default(),
             crashed: Default::default(),
+            losses: Default::default(),
+            latencies: Default::default(),
+            link_delays: Default::default(),
+            applied_rules: None,
         }
+    }
+
+    /// Starts fault `index` if it is packet loss, latency or a link delay: its kind, targets and
+    /// detail, as the simulator's nemesis records them (sim/src/nemesis/mod.rs).
+    fn start_network_fault(&mut self, index: usize) -> Option<(FaultKind, Vec<String>, String)> {
+        match &self.faults[index].fault {
+            Fault::PacketLoss { rate } => {
+                self.losses.insert(index, *rate);
+                Some((FaultKind::PacketLoss, Vec::new(), format!("loss {rate}")))
+            }
+            Fault::Latency { min, max } => {
+                self.latencies.insert(index, Delay { min: *min, max: *max });
+                let detail = format!("latency {}..{} ms", min.as_millis(), max.as_millis());
+                Some((FaultKind::Latency, Vec::new(), detail))
+            }
+            Fault::LinkDelay { from, to, delay } => {
+                self.link_delays.insert(index, (from.clone(), to.clone(), *delay));
+                let detail = format!("{from} -> {to} delayed {} ms", delay.as_millis());
+                Some((FaultKind::LinkDelay, vec![from.clone(), to.clone()], detail))
+            }
+            _ => None,
+        }
+    }
+
+    /// Ends fault `index` if it is packet loss, latency or a link delay: its kind.
+    fn end_network_fault(&mut self, index: usize) -> Option<FaultKind> {
+        if self.losses.remove(&index).is_some() {
+            Some(FaultKind::PacketLoss)
+        } else if self.latencies.remove(&index).is_some() {
+            Some(FaultKind::Latency)
+        } else if self.link_delays.remove(&index).is_some() {
+            Some(FaultKind::LinkDelay)
+        } else {
+            None
+        }
+    }
+
+    /// The loss rate now: the highest active one, as in the simulator.
+    fn loss(&self) -> f64 {
+        self.losses.values().copied().fold(0.0, f64::max)
+    }
+
+    /// The latency now: the latest-starting active fault's range, as in the simulator (plan order
+    /// is start order).
+    fn latency(&self) -> Option<Delay> {
+        self.latencies.values().last().copied()
     }
 
     fn next_due(&mut self, now: u64) -> Option<(u64, Action)> {
@@ -598,6 +684,31 @@ impl<'a> Timeline<'a> {
         self.pending.retain(|(_, action)| !matches!(action, Action::End(i) if *i == index));
         self.pending.push((0, Action::End(index)));
     }
+}
+
+fn is_network_fault(fault: &Fault) -> bool {
+    matches!(
+        fault,
+        Fault::Partition { .. } | Fault::PacketLoss { .. } | Fault::Latency { .. } | Fault::LinkDelay { .. }
+    )
+}
+
+/// Makes the namespaces' rules and the link proxies' delays those of the active faults.
+/// The namespaces' rules are rewritten only when the cuts or the loss change: one rewrite costs
+/// about 20 ms per namespace (an `nft` process each), and a plan of nine link delays that start
+/// 100 ms apart would otherwise start them 130 ms apart.
+fn push_network(timeline: &mut Timeline<'_>, hosts: &Hosts, links: &mut Option<LinkControl>) -> Result<(), String> {
+    let net = hosts.net.as_ref().expect("a plan with network faults runs in namespaces");
+    let rules = (timeline.cuts.values().flatten().cloned().collect(), timeline.loss());
+    if timeline.applied_rules.as_ref() != Some(&rules) {
+        net.apply(&rules.0, rules.1)?;
+        timeline.applied_rules = Some(rules);
+    }
+    if let Some(control) = links {
+        let link_delays: Vec<_> = timeline.link_delays.values().cloned().collect();
+        control.set(&crate::links::delays(&control.nodes(), timeline.latency(), &link_delays))?;
+    }
+    Ok(())
 }
 
 /// Counts one more fault on `node`; true if it is the first.
@@ -645,15 +756,23 @@ fn apply<C: Cluster>(
     exe: &Path,
     base: &ClientConfig,
     clients: &mut [ClientProc],
+    links: &mut Option<LinkControl>,
 ) -> Result<(), String> {
     match action {
         Action::Start(index) => {
             let planned = &timeline.faults[index];
+            if let Some((kind, targets, detail)) = timeline.start_network_fault(index) {
+                push_network(timeline, hosts, links)?;
+                let event =
+                    Event::Fault { fault: planned.id, phase: Phase::Start, kind, targets: targets.clone(), detail };
+                journal.record(NEMESIS, event);
+                timeline.active.push((index, targets));
+                return Ok(());
+            }
             if let Fault::Partition { shape } = &planned.fault {
-                let net = hosts.net.as_ref().expect("a plan with partitions runs in namespaces");
                 let (cut, targets, detail) = partition(shape, cluster, clients, leader, planned.id);
                 timeline.cuts.insert(index, cut);
-                net.apply(&timeline.cuts.values().flatten().cloned().collect())?;
+                push_network(timeline, hosts, links)?;
                 let event = Event::Fault {
                     fault: planned.id,
                     phase: Phase::Start,
@@ -708,9 +827,14 @@ fn apply<C: Cluster>(
             let Some(position) = timeline.active.iter().position(|(i, _)| *i == index) else { return Ok(()) };
             let (_, targets) = timeline.active.remove(position);
             let planned = &timeline.faults[index];
+            if let Some(kind) = timeline.end_network_fault(index) {
+                push_network(timeline, hosts, links)?;
+                let event = Event::Fault { fault: planned.id, phase: Phase::End, kind, targets, detail: String::new() };
+                journal.record(NEMESIS, event);
+                return Ok(());
+            }
             if timeline.cuts.remove(&index).is_some() {
-                let net = hosts.net.as_ref().expect("a plan with partitions runs in namespaces");
-                net.apply(&timeline.cuts.values().flatten().cloned().collect())?;
+                push_network(timeline, hosts, links)?;
                 let event = Event::Fault {
                     fault: planned.id,
                     phase: Phase::End,
@@ -963,15 +1087,31 @@ count = 2
 
     #[test]
     fn faults_without_a_real_counterpart_and_server_bug_switches_are_refused_by_field() {
-        let loss = format!("{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"packet-loss\"\nrate = 0.5\n");
-        let error = check(&scenario(&loss), System::Etcd, 1).unwrap_err();
-        assert!(error.field.starts_with("nemesis fault 1 (packet-loss)"), "{error}");
+        let dropped = format!(
+            "{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"drop-replies\"\ntarget = \"c1\"\nreplies = \"write\"\n"
+        );
+        let error = check(&scenario(&dropped), System::Etcd, 1).unwrap_err();
+        assert!(error.field.starts_with("nemesis fault 1 (drop-replies)"), "{error}");
+        let jump = format!("{BASE}[[nemesis]]\nat = \"2s\"\nkind = \"clock-jump\"\ntarget = \"c1\"\nby = \"+5s\"\n");
+        assert!(
+            check(&scenario(&jump), System::Etcd, 1).unwrap_err().field.starts_with("nemesis fault 1 (clock-jump)")
+        );
+        // Network faults run in namespaces: where they can be made, they are accepted.
         let partition = format!(
             "{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"partition\"\nshape = \"isolate\"\ntarget = \"leader\"\n"
         );
-        match crate::netns::unavailable() {
-            None => assert!(check(&scenario(&partition), System::Etcd, 1).is_ok()),
-            Some(_) => assert!(check(&scenario(&partition), System::Etcd, 1).is_err()),
+        let loss = format!("{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"packet-loss\"\nrate = 0.5\n");
+        let latency =
+            format!("{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"latency\"\nmin = \"1ms\"\nmax = \"9ms\"\n");
+        let slow = format!(
+            "{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"link-delay\"\nfrom = \"c1\"\nto = \"s1\"\ndelay = \"30ms\"\n"
+        );
+        for text in [partition, loss, latency, slow] {
+            let checked = check(&scenario(&text), System::Etcd, 1);
+            match crate::netns::unavailable() {
+                None => assert!(checked.is_ok(), "{checked:?}"),
+                Some(_) => assert!(checked.unwrap_err().message.contains("network namespace")),
+            }
         }
         let bug = format!("{BASE}[bugs]\nttl_reset_on_leader_change = true\n");
         assert_eq!(check(&scenario(&bug), System::Etcd, 1).unwrap_err().field, "bugs.ttl_reset_on_leader_change");
@@ -1017,6 +1157,28 @@ count = 2
         for system in [System::Etcd, System::Zookeeper] {
             assert_eq!(check(&scenario(kv), system, 1).unwrap_err().field, "kv", "{}", system.name());
         }
+    }
+
+    #[test]
+    fn the_timeline_holds_the_highest_loss_and_the_latest_latency_as_the_simulator_does() {
+        let text = format!(
+            "{BASE}[[nemesis]]\nat = \"1s\"\nfor = \"9s\"\nkind = \"packet-loss\"\nrate = 0.3\n\
+             [[nemesis]]\nat = \"2s\"\nfor = \"2s\"\nkind = \"packet-loss\"\nrate = 0.1\n\
+             [[nemesis]]\nat = \"3s\"\nfor = \"5s\"\nkind = \"latency\"\nmin = \"1ms\"\nmax = \"9ms\"\n\
+             [[nemesis]]\nat = \"4s\"\nfor = \"1s\"\nkind = \"latency\"\nmin = \"100ms\"\nmax = \"200ms\"\n"
+        );
+        let faults = plan::plan(&scenario(&text), 1);
+        let mut timeline = Timeline::new(&faults);
+        for index in 0..4 {
+            assert!(timeline.start_network_fault(index).is_some());
+        }
+        assert_eq!(timeline.loss(), 0.3, "the highest rate");
+        let ms = Duration::from_millis;
+        assert_eq!(timeline.latency(), Some(Delay { min: ms(100), max: ms(200) }), "the latest start");
+        assert_eq!(timeline.end_network_fault(0), Some(FaultKind::PacketLoss));
+        assert_eq!(timeline.end_network_fault(3), Some(FaultKind::Latency));
+        assert_eq!((timeline.loss(), timeline.latency()), (0.1, Some(Delay { min: ms(1), max: ms(9) })));
+        assert_eq!(timeline.end_network_fault(3), None, "ended once");
     }
 
     #[test]

@@ -192,6 +192,9 @@ enum Command {
     /// The protected resource of a real run (started by `coordsim real`).
     #[command(hide = true)]
     RealResource(crate::real_cmd::ClientArgs),
+    /// The link proxy of one node of a real run with delays (started by `coordsim real`).
+    #[command(hide = true)]
+    RealLink(crate::real_cmd::LinkArgs),
     /// Model-check a protocol with stateright: `coordsim model list`, `coordsim model <name>`.
     /// Exit 0 when every property gives its expected result, 1 otherwise, 2 on bad input.
     Model(crate::model_cmd::ModelArgs),
@@ -333,6 +336,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Real(args) => crate::real_cmd::run(args),
         Command::RealClient(args) => crate::real_cmd::client(args),
         Command::RealResource(args) => crate::real_cmd::resource(args),
+        Command::RealLink(args) => crate::real_cmd::link(args),
     };
     match result {
         Ok(code) => code,

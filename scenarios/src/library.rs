@@ -58,6 +58,8 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("watch-storm-proxy", include_str!("../library/watch-storm-proxy.toml")),
     ("lock-starvation", include_str!("../library/lock-starvation.toml")),
     ("lock-starvation-fifo", include_str!("../library/lock-starvation-fifo.toml")),
+    ("lossy-network", include_str!("../library/lossy-network.toml")),
+    ("zk-lossy-network", include_str!("../library/zk-lossy-network.toml")),
     ("zk-queue-lock", include_str!("../library/zk-queue-lock.toml")),
     ("zk-herd-lock", include_str!("../library/zk-herd-lock.toml")),
     ("zk-split-brain-gc-pause", include_str!("../library/zk-split-brain-gc-pause.toml")),

@@ -94,6 +94,14 @@ pub struct ClientArgs {
     config: PathBuf,
 }
 
+/// `coordsim real-link --control <socket>` (started by a real run with delays, inside a node's
+/// network namespace).
+#[derive(Args, Debug)]
+pub struct LinkArgs {
+    #[arg(long)]
+    control: PathBuf,
+}
+
 /// What a real run needs on the machine: (what, path, needed for).
 const PROGRAMS: [(&str, &str, &str); 5] = [
     ("etcd", "/usr/bin/etcd", "coordsim real etcd (Debian etcd-server)"),
@@ -347,6 +355,17 @@ pub fn client(_: ClientArgs) -> Result<ExitCode, InputError> {
 #[cfg(not(feature = "real"))]
 pub fn resource(_: ClientArgs) -> Result<ExitCode, InputError> {
     Err(InputError::Usage("built without the `real` feature".into()))
+}
+
+#[cfg(not(feature = "real"))]
+pub fn link(_: LinkArgs) -> Result<ExitCode, InputError> {
+    Err(InputError::Usage("built without the `real` feature".into()))
+}
+
+#[cfg(feature = "real")]
+pub fn link(args: LinkArgs) -> Result<ExitCode, InputError> {
+    coordsim_real::links::main(&args.control).map_err(InputError::Usage)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(feature = "real")]
