@@ -96,34 +96,85 @@ pub fn signal(pid: u32, signal: i32) -> bool {
     unsafe { libc::kill(pid as i32, signal) == 0 }
 }
 
-/// The next port [`free_port`] tries; 0 before the first call.
-static NEXT_PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// How many ports one claim holds.
+const PORT_BLOCK: u32 = 64;
+/// The first port handed out; blocks run from here to the kernel's ephemeral range.
+const FIRST_PORT: u32 = 10_000;
 
-/// A free TCP port on 127.0.0.1 for a server of ours, never the same twice in one process.
+/// The port blocks this process holds, each with its claim and how many of its ports were tried.
+static BLOCKS: std::sync::Mutex<Vec<PortBlock>> = std::sync::Mutex::new(Vec::new());
+
+struct PortBlock {
+    first: u32,
+    tried: u32,
+    /// Held for the process's life: no other process takes these ports meanwhile.
+    _claim: std::fs::File,
+}
+
+/// A free TCP port on 127.0.0.1 for a server of ours, never the same twice in one process and
+/// never one another coordsim process on this machine may hand out.
 ///
-/// Taken below the kernel's ephemeral range (`ip_local_port_range`): a port the kernel hands out
-/// (`bind` to port 0) may be taken as the source port of some outgoing connection — a cluster
-/// member dialling its peers — before our server binds it (seen: an etcd member failing with
-/// "address already in use"). Below that range only a listener can take it. Runs start at an
-/// offset drawn from the pid, so two runs on one machine rarely probe the same ports.
+/// Ports come from blocks of [`PORT_BLOCK`], each claimed by one process for its life with an
+/// exclusive `flock` on `<temp dir>/coordsim-ports/block-B.lock` (the kernel drops the claim
+/// however the process ends, a SIGKILL included). Without the claim two runs at once probed the
+/// same port, both found it free, and the second server failed to bind it. Taken below the
+/// kernel's ephemeral range (`ip_local_port_range`): a port the kernel hands out (`bind` to port
+/// 0) may be taken as the source port of some outgoing connection — a cluster member dialling
+/// its peers — before our server binds it (seen: an etcd member failing with "address already in
+/// use"). Below that range only a listener can take it, and a port some other program listens on
+/// is skipped.
 pub fn free_port() -> std::io::Result<u16> {
+    let mut blocks = BLOCKS.lock().expect("port blocks lock poisoned");
+    loop {
+        if let Some(block) = blocks.last_mut() {
+            while block.tried < PORT_BLOCK {
+                let port = (block.first + block.tried) as u16;
+                block.tried += 1;
+                if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                    return Ok(port);
+                }
+            }
+        }
+        let held: Vec<u32> = blocks.iter().map(|b| b.first).collect();
+        let block = claim_block(&port_claims(), std::process::id(), &held)?;
+        blocks.push(block);
+    }
+}
+
+fn port_claims() -> std::path::PathBuf {
+    std::env::temp_dir().join("coordsim-ports")
+}
+
+/// Claims the first free block, trying from one drawn from `pid`, passing over those in `held`.
+fn claim_block(dir: &Path, pid: u32, held: &[u32]) -> std::io::Result<PortBlock> {
     let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|text| text.split_whitespace().next().and_then(|low| low.parse::<u32>().ok()))
         .unwrap_or(32768)
-        .clamp(12000, 65535);
-    let (first, span) = (10000u32, ephemeral_low - 10000);
-    let start = first + (std::process::id() * 211) % span;
-    let _ =
-        NEXT_PORT.compare_exchange(0, start, std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst);
-    for _ in 0..span {
-        let candidate = NEXT_PORT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let port = first + (candidate - first) % span;
-        if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
-            return Ok(port as u16);
+        .clamp(FIRST_PORT + PORT_BLOCK, 65535);
+    let count = (ephemeral_low - FIRST_PORT) / PORT_BLOCK;
+    std::fs::create_dir_all(dir)?;
+    for step in 0..count {
+        let index = (pid.wrapping_mul(211).wrapping_add(step)) % count;
+        let first = FIRST_PORT + index * PORT_BLOCK;
+        if held.contains(&first) {
+            continue;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(format!("block-{index}.lock")))?;
+        match file.try_lock() {
+            Ok(()) => return Ok(PortBlock { first, tried: 0, _claim: file }),
+            Err(std::fs::TryLockError::WouldBlock) => continue,
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
     }
-    Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "no free port below the ephemeral range"))
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AddrInUse,
+        format!("every block of ports below the ephemeral range is claimed ({})", dir.display()),
+    ))
 }
 
 #[cfg(test)]
@@ -139,5 +190,20 @@ mod tests {
             .unwrap_or(32768)
             .max(12000);
         assert!(ports.iter().all(|p| *p >= 10000 && *p < low), "{ports:?} (ephemeral ports from {low})");
+    }
+
+    #[test]
+    fn a_claimed_block_is_not_claimed_again_while_held_and_is_free_once_dropped() {
+        let dir = std::env::temp_dir().join(format!("coordsim-ports-test-{}", std::process::id()));
+        // Two claims from the same starting point (two runs whose pids draw the same block).
+        let first = super::claim_block(&dir, 7, &[]).unwrap();
+        let second = super::claim_block(&dir, 7, &[]).unwrap();
+        assert_ne!(first.first, second.first, "a held block is passed over");
+        let again = first.first;
+        drop(first);
+        let third = super::claim_block(&dir, 7, &[]).unwrap();
+        assert_eq!(third.first, again, "a released block is claimed again");
+        drop((second, third));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
