@@ -164,7 +164,16 @@ pub enum Event {
     /// dies between applying the revocation and recording it leaves a lease that, to the
     /// checkers, never expired (`lease_liveness` fails), so a runner that can lose the record
     /// this way should record it where the revocation is applied instead.
-    LeaseExpiry { lease: i64 },
+    ///
+    /// A runner that only observes expiries (a real cluster, polled: real/src/run.rs) records
+    /// the entry just after the lease was last seen alive and sets `latest_ns` to the true time
+    /// it was first seen gone: the expiry happened at some time in `time_ns..=latest_ns`. Without
+    /// `latest_ns` (the simulator) the entry's time is the expiry's.
+    LeaseExpiry {
+        lease: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        latest_ns: Option<u64>,
+    },
     /// The leader checkpointed a lease's remaining time to live through the log, so that a new
     /// leader continues from it instead of restarting the lease at its full TTL. Recorded by that
     /// leader once the checkpoint is committed and applied on it; `remaining_ms` is by the
@@ -711,6 +720,13 @@ impl History {
                             }
                         }
                     }
+                }
+                Event::LeaseExpiry { latest_ns: Some(latest_ns), .. } if *latest_ns < entry.time_ns => {
+                    return invalid(
+                        index,
+                        "latest_ns",
+                        format!("{latest_ns} is before the entry's own time {}", entry.time_ns),
+                    );
                 }
                 Event::Resource { client, token, .. } => {
                     if !known(client) {

@@ -71,7 +71,12 @@ impl Builder {
     }
 
     fn expiry(&mut self, ms: u64, lease: i64) -> &mut Self {
-        self.push(ms, "s1", Event::LeaseExpiry { lease })
+        self.push(ms, "s1", Event::LeaseExpiry { lease, latest_ns: None })
+    }
+
+    /// An expiry observed by polling: the lease was seen alive just before `ms`, gone at `latest`.
+    fn polled_expiry(&mut self, ms: u64, latest: u64, lease: i64) -> &mut Self {
+        self.push(ms, "s1", Event::LeaseExpiry { lease, latest_ns: Some(latest * 1_000_000) })
     }
 
     fn leader(&mut self, ms: u64, server: &str, term: u64) -> &mut Self {
@@ -886,6 +891,50 @@ fn herd_allows_a_departures_wakeup_seen_after_the_next_release() {
         &report.findings[0].message,
         &["2 waiters woken after c1's release", "at most 1 allowed", "c2, c4"],
     );
+}
+
+#[test]
+fn herd_lets_a_polled_expiry_wake_a_waiter_that_joined_before_it_was_seen() {
+    // A real run polls sessions every 100 ms: c2's session, last seen alive at 0.4 s, is gone
+    // at 0.5 s. c3 joined behind c2 at 0.45 s and was woken by c2's departure at 0.47 s: the
+    // expiry happened after c3 joined, somewhere in 0.4..0.5 s.
+    let polled = |latest: Option<u64>| {
+        let mut b = Builder::new();
+        b.grant(0, 10, "c1", 1, 2);
+        b.lock(100, 0, "c2", 2, None).lock(450, 0, "c3", 3, None);
+        match latest {
+            Some(latest) => b.polled_expiry(401, latest, 2),
+            None => b.expiry(401, 2),
+        };
+        b.wakeup(470, "c3");
+        b
+    };
+    assert_eq!(polled(Some(500)).verdict(Property::Herd), Verdict::Pass);
+    // Taken as exact, the expiry was over before c3 asked, and nothing else could wake it.
+    let report = polled(None).report(Property::Herd);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["1 waiters woken with no release in the run", "c3"]);
+    // Seen gone before c3 asked: no cause either.
+    assert_eq!(polled(Some(440)).verdict(Property::Herd), Verdict::Fail);
+}
+
+#[test]
+fn a_polled_expiry_seen_gone_before_it_was_recorded_is_refused() {
+    let mut b = Builder::new();
+    b.polled_expiry(500, 400, 2);
+    let err = b.history.validate().expect_err("latest before the entry");
+    assert_mentions(&err.to_string(), &["latest_ns", "before the entry's own time"]);
+}
+
+#[test]
+fn lease_expiry_without_latest_ns_reads_and_writes_as_before() {
+    let exact = Event::LeaseExpiry { lease: 7, latest_ns: None };
+    let text = serde_json::to_string(&exact).unwrap();
+    assert!(!text.contains("latest_ns"), "{text}");
+    assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), exact);
+    let polled = Event::LeaseExpiry { lease: 7, latest_ns: Some(9) };
+    let text = serde_json::to_string(&polled).unwrap();
+    assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), polled);
 }
 
 #[test]

@@ -130,7 +130,7 @@ mod tests {
     fn a_line_cut_short_by_a_kill_is_dropped_but_a_bad_line_inside_is_an_error() {
         let path = temp("cut");
         let journal = Journal::create(&path, monotonic_ns(), 0).unwrap();
-        journal.record("c1", Event::LeaseExpiry { lease: 1 });
+        journal.record("c1", Event::LeaseExpiry { lease: 1, latest_ns: None });
         drop(journal);
         let whole = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("{whole}{{\"time_ns\":12,\"no")).unwrap();

@@ -452,18 +452,23 @@ struct Sessions {
 /// A real cluster does not say when it expired a lease; the orchestrator asks every
 /// [`ROLE_POLL`] which leases live (etcd: LeaseLeases; ZooKeeper: the session tracker in the
 /// leader's `dump`) and records a vanished one just after it was last seen alive: no later than
-/// the expiry, so before the wakeups the expiry caused, and less than a poll early. Clients never
+/// the expiry, so before the wakeups the expiry caused, and less than a poll early; its
+/// `latest_ns` is when the answer that showed it gone came back, so a checker knows the expiry
+/// happened somewhere in between. Clients never
 /// revoke their leases, so a vanished lease expired (a ZooKeeper session closed by its client, when
 /// it leaves a session behind, counts too: its nodes go the same way).
 async fn observe_sessions<C: Cluster>(cluster: &C, journal: &Journal, leader: Option<&str>, seen: &mut Sessions) {
     // Seen alive at the latest when the question was asked: an answer reflects a moment after it.
     let asked = journal.now_ns();
     let Some(live) = cluster.sessions().await else { return };
+    // Gone by the time the answer came back: the expiry's latest possible time.
+    let answered = journal.now_ns();
     let recorder = leader.unwrap_or("s1");
     let gone: Vec<(i64, u64)> =
         seen.alive.iter().filter(|(id, _)| !live.contains(id)).map(|(id, t)| (*id, *t)).collect();
     for (lease, last_seen) in gone {
-        journal.record_at(last_seen + 1, recorder, Event::LeaseExpiry { lease });
+        let event = Event::LeaseExpiry { lease, latest_ns: Some(answered.max(last_seen + 1)) };
+        journal.record_at(last_seen + 1, recorder, event);
         seen.alive.remove(&lease);
     }
     for lease in live {

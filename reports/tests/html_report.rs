@@ -137,7 +137,7 @@ fn split_brain_report_shows_pause_expiry_both_grants_tokens_and_the_stale_write_
     assert!(line.text().contains("while c1 holds /locks/resource (token 2)"), "{}", line.text());
 
     // The lease expiry, decided by the leader s1, ends c1's lease on c1's lane.
-    let expiry = entry_where(h, "lease expiry", |e, _| matches!(e, Event::LeaseExpiry { lease: 1 }));
+    let expiry = entry_where(h, "lease expiry", |e, _| matches!(e, Event::LeaseExpiry { lease: 1, .. }));
     let on_server = marks_at(svg, "expiry", expiry);
     assert_eq!(on_server.len(), 2, "an expiry mark on s1 and one on c1's lease row");
     let lanes: Vec<String> = on_server.iter().map(|m| lane_at(svg, position(m).1)).collect();

@@ -138,7 +138,7 @@ progress = "any"
             })
             .expect("c1 got a lease");
         history.entries.iter().find_map(|e| match &e.event {
-            Event::LeaseExpiry { lease: l } if *l == lease => Some(e.time_ns),
+            Event::LeaseExpiry { lease: l, .. } if *l == lease => Some(e.time_ns),
             _ => None,
         })
     };

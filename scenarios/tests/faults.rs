@@ -98,7 +98,7 @@ fn leases_of(history: &History, client: &str) -> Vec<i64> {
 
 fn expiry_of(history: &History, lease: i64) -> Option<u64> {
     history.entries.iter().find_map(|e| match &e.event {
-        Event::LeaseExpiry { lease: l } if *l == lease => Some(e.time_ns),
+        Event::LeaseExpiry { lease: l, .. } if *l == lease => Some(e.time_ns),
         _ => None,
     })
 }

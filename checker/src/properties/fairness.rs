@@ -42,7 +42,8 @@ pub(super) fn check(history: &History) -> PropertyReport {
         }
     }
     // Each lease's end: its expiry or its owner's revocation, whichever came first.
-    let lease_ends: BTreeMap<i64, u64> = lease_ends(history).into_iter().map(|(lease, (ns, _))| (lease, ns)).collect();
+    let lease_ends: BTreeMap<i64, u64> =
+        lease_ends(history).into_iter().map(|(lease, end)| (lease, end.time_ns)).collect();
     // When each request stopped waiting: its completion, its client's crash, the end of its lease
     // (its queue entry went with it), or the end of the run.
     let waited_until = |r: &LockRequest| -> u64 {

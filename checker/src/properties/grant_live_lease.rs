@@ -29,7 +29,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
     let lease_ends = lease_ends(history);
     let release_ns = |grant: &LockRequest| -> Option<u64> {
         let by_unlock = grant.unlock.map(|(ns, _)| ns);
-        let by_lease = lease_ends.get(&grant.lease).map(|(ns, _)| *ns);
+        let by_lease = lease_ends.get(&grant.lease).map(|end| end.time_ns);
         [by_unlock, by_lease].into_iter().flatten().min()
     };
     let granted: Vec<&LockRequest> = requests.iter().filter(|r| r.granted().is_some()).collect();
@@ -92,7 +92,7 @@ fn token_of(request: &LockRequest) -> i64 {
 fn expiries(history: &History) -> BTreeMap<i64, (u64, usize)> {
     let mut out = BTreeMap::new();
     for (index, entry) in history.entries.iter().enumerate() {
-        if let Event::LeaseExpiry { lease } = entry.event {
+        if let Event::LeaseExpiry { lease, .. } = entry.event {
             out.entry(lease).or_insert((entry.time_ns, index));
         }
     }

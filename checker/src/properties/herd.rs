@@ -16,7 +16,10 @@
 //! failed waiter's key stayed until its lease expired, and that expiry woke the waiter behind
 //! it); the run's end if the lease lives on. Likewise an unlock deletes the key at some time
 //! between its invocation and its answer, so a waiter that joined meanwhile may be the one it
-//! wakes. Wakeups are given causes earliest-deadline first.
+//! wakes. A lease end a real run observed by polling (`lease_expiry` with `latest_ns`) happened
+//! anywhere between the last look that saw the lease alive and the first that saw it gone, so a
+//! waiter that joined in between may be the one it woke. Wakeups are given causes
+//! earliest-deadline first.
 //! The releases cut the run into windows; a window with a wakeup no cause is left for is a herd,
 //! and the finding names the release and the waiters woken in that window.
 //! Before the first release only departures may wake anyone. A wakeup of a waiter whose lease
@@ -26,7 +29,7 @@
 use std::collections::BTreeMap;
 
 use crate::history::{Event, History};
-use crate::properties::leases::lease_ends;
+use crate::properties::leases::{LeaseEnd, lease_ends};
 use crate::properties::locks::{LockOutcome, LockRequest, lock_requests};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
@@ -50,7 +53,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
     for (index, entry) in history.entries.iter().enumerate() {
         if let Event::Wakeup { lock, .. } = &entry.event {
             let waiting = waiting_request(&requests, &entry.node, lock, entry.time_ns);
-            if waiting.and_then(|r| lease_ends.get(&r.lease)).is_some_and(|(ended_ns, _)| *ended_ns < entry.time_ns) {
+            if waiting.and_then(|r| lease_ends.get(&r.lease)).is_some_and(|end| end.time_ns < entry.time_ns) {
                 zombies += 1;
                 continue;
             }
@@ -111,30 +114,33 @@ struct Woken<'a> {
 }
 
 /// The departures from `lock`'s queue, in order of their earliest time.
-fn departures(requests: &[LockRequest], lock: &str, lease_ends: &BTreeMap<i64, (u64, usize)>) -> Vec<Departure> {
+fn departures(requests: &[LockRequest], lock: &str, lease_ends: &BTreeMap<i64, LeaseEnd>) -> Vec<Departure> {
     let mut out: Vec<Departure> = requests
         .iter()
         .filter(|r| r.lock == lock)
         .filter_map(|r| {
-            let lease_end = lease_ends.get(&r.lease).copied().filter(|(ns, _)| *ns >= r.invoke_ns);
-            let (own, uncertain) = match r.outcome {
-                LockOutcome::Granted { .. } => (r.unlock, false),
-                LockOutcome::Failed | LockOutcome::Unknown => (r.complete, true),
-                LockOutcome::Open => (None, false),
+            // A lease that ended before the request began is not its departure; one polled gone
+            // (real runs) may have ended anywhere in its interval, but not before the request.
+            let lease = lease_ends
+                .get(&r.lease)
+                .filter(|end| end.latest_ns >= r.invoke_ns)
+                .map(|end| (end.time_ns.max(r.invoke_ns), end.entry, end.latest_ns));
+            // The request's own leaving, and the latest it may have taken effect: an unlock deletes
+            // the key between its invocation and its answer (unanswered: as late as the lease's
+            // end), so a waiter that joined meanwhile may be the one woken; a request that ended
+            // `info` or `fail` may have left its entry behind until its lease's end.
+            let own = match r.outcome {
+                LockOutcome::Granted { .. } => r.unlock.map(|at| (at, r.unlocked.map_or(u64::MAX, |(ns, _)| ns))),
+                LockOutcome::Failed | LockOutcome::Unknown => r.complete.map(|at| (at, u64::MAX)),
+                LockOutcome::Open => None,
             };
-            let (time_ns, entry) = [own, lease_end].into_iter().flatten().min()?;
+            let (time_ns, entry) =
+                [own.map(|(at, _)| at), lease.map(|(ns, entry, _)| (ns, entry))].into_iter().flatten().min()?;
+            let own_latest = own.map_or(u64::MAX, |(_, latest)| latest);
+            let lease_latest = lease.map_or(u64::MAX, |(_, _, latest)| latest);
+            let latest_ns = own_latest.min(lease_latest).max(time_ns);
             // A granted request whose lease ended before it learned of the grant left as a waiter.
             let holder = r.granted().is_some_and(|(granted_ns, _)| time_ns >= granted_ns);
-            let lease_end_ns = lease_end.map_or(u64::MAX, |(ns, _)| ns);
-            let latest_ns = if uncertain {
-                lease_end_ns.max(time_ns)
-            } else if own.is_some_and(|(ns, _)| ns == time_ns) && r.unlock.is_some() {
-                // An unlock deletes the key between its invocation and its answer (or, unanswered,
-                // as late as the lease's end): a waiter that joined meanwhile may be the one woken.
-                r.unlocked.map_or(lease_end_ns, |(ns, _)| ns.min(lease_end_ns)).max(time_ns)
-            } else {
-                time_ns
-            };
             Some(Departure { time_ns, latest_ns, entry, client: r.client.clone(), holder })
         })
         .collect();

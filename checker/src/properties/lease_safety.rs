@@ -113,7 +113,7 @@ fn collect(history: &History) -> BTreeMap<i64, Lease> {
             }
             // Attached at the end: the leader can expire a lease before its grant's reply
             // reaches the client.
-            Event::LeaseExpiry { lease } => {
+            Event::LeaseExpiry { lease, .. } => {
                 expiries.entry(*lease).or_insert((entry.time_ns, index));
             }
             _ => {}

@@ -104,7 +104,7 @@ pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
             // Kept apart and attached at the end: the leader can checkpoint or expire a lease
             // before its grant's reply reaches the client (a client paused right after sending
             // the grant learns its lease ID only after the lease is gone).
-            Event::LeaseExpiry { lease } => {
+            Event::LeaseExpiry { lease, .. } => {
                 expiries.entry(*lease).or_insert((now, index));
             }
             Event::LeaseCheckpoint { lease, remaining_ms } => {
@@ -148,18 +148,37 @@ pub(super) fn crashes(history: &History) -> BTreeMap<&str, Vec<u64>> {
     out
 }
 
+/// When a lease ended: at some true time in `time_ns..=latest_ns`, first shown by `entry`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct LeaseEnd {
+    pub time_ns: u64,
+    /// The simulator's expiries are exact (`latest_ns == time_ns`); a real cluster's are
+    /// observed by polling (`lease_expiry`'s `latest_ns`), and a revocation takes effect between
+    /// its invocation and its answer.
+    pub latest_ns: u64,
+    pub entry: usize,
+}
+
 /// When each lease ended, whether or not its grant is in the history: the earlier of its
-/// `lease_expiry` record and the invocation of a revocation that did not fail. (time, entry).
-pub(super) fn lease_ends(history: &History) -> BTreeMap<i64, (u64, usize)> {
-    let mut ends: BTreeMap<i64, (u64, usize)> = BTreeMap::new();
+/// `lease_expiry` record and the invocation of a revocation that did not fail.
+pub(super) fn lease_ends(history: &History) -> BTreeMap<i64, LeaseEnd> {
+    let mut ends: BTreeMap<i64, LeaseEnd> = BTreeMap::new();
     let mut revokes: BTreeMap<OpId, (i64, u64, usize)> = BTreeMap::new();
-    let end = |ends: &mut BTreeMap<i64, (u64, usize)>, lease: i64, at: (u64, usize)| {
+    // The earliest end wins; of two ends, the lease was gone by the earlier latest.
+    let end = |ends: &mut BTreeMap<i64, LeaseEnd>, lease: i64, at: LeaseEnd| {
         let slot = ends.entry(lease).or_insert(at);
-        *slot = (*slot).min(at);
+        let latest_ns = slot.latest_ns.min(at.latest_ns);
+        if (at.time_ns, at.entry) < (slot.time_ns, slot.entry) {
+            *slot = at;
+        }
+        slot.latest_ns = latest_ns.max(slot.time_ns);
     };
     for (index, entry) in history.entries.iter().enumerate() {
         match &entry.event {
-            Event::LeaseExpiry { lease } => end(&mut ends, *lease, (entry.time_ns, index)),
+            Event::LeaseExpiry { lease, latest_ns } => {
+                let latest_ns = latest_ns.unwrap_or(entry.time_ns).max(entry.time_ns);
+                end(&mut ends, *lease, LeaseEnd { time_ns: entry.time_ns, latest_ns, entry: index })
+            }
             Event::Invoke { op, call: Call::LeaseRevoke { lease } } => {
                 revokes.insert(*op, (*lease, entry.time_ns, index));
             }
@@ -168,14 +187,15 @@ pub(super) fn lease_ends(history: &History) -> BTreeMap<i64, (u64, usize)> {
             }
             Event::Ok { op, .. } | Event::Info { op, .. } => {
                 if let Some((lease, ns, at)) = revokes.remove(op) {
-                    end(&mut ends, lease, (ns, at));
+                    end(&mut ends, lease, LeaseEnd { time_ns: ns, latest_ns: entry.time_ns, entry: at });
                 }
             }
             _ => {}
         }
     }
+    // Unanswered: it may take effect at any later time.
     for (lease, ns, at) in revokes.into_values() {
-        end(&mut ends, lease, (ns, at));
+        end(&mut ends, lease, LeaseEnd { time_ns: ns, latest_ns: u64::MAX, entry: at });
     }
     ends
 }

@@ -209,6 +209,9 @@ impl ZkBackend {
             if let Some(end) = session.ended() {
                 return fail(Failure::Refused(end));
             }
+            // The client's log holds every step (and below, what the reads saw): a real run
+            // cannot be replayed, so its verdicts are diagnosed from these lines.
+            eprintln!("{:.6}s {step:?}", journal.now_ns() as f64 / 1e9);
             step = match step {
                 // The node's data names its client (the candidate's identity, for an election).
                 ZkLockStep::Create { prefix } => {
@@ -238,12 +241,20 @@ impl ZkBackend {
                     }
                 }
                 ZkLockStep::List { path } => match self.timed(client.get_children(&path)).await {
-                    Ok((names, parent)) => recipe.step(ZkLockInput::Children { names, zxid: parent.pzxid }),
+                    Ok((names, parent)) => {
+                        eprintln!(
+                            "{:.6}s children {names:?} (pzxid {:#x})",
+                            journal.now_ns() as f64 / 1e9,
+                            parent.pzxid
+                        );
+                        recipe.step(ZkLockInput::Children { names, zxid: parent.pzxid })
+                    }
                     Err(error) => return fail(failure(error)),
                 },
                 ZkLockStep::Exists { path } => match self.timed(client.check_and_watch_stat(&path)).await {
                     Ok((found, watcher)) => {
                         let zxid = found.as_ref().map_or(0, |s| s.mzxid);
+                        eprintln!("{:.6}s exists: {}", journal.now_ns() as f64 / 1e9, found.is_some());
                         armed = Some(Armed { path: path.clone(), kind: WatchKind::Data, watcher });
                         recipe.step(ZkLockInput::Exists { stat: found.as_ref().map(stat), zxid })
                     }
@@ -253,7 +264,7 @@ impl ZkBackend {
                     Ok(()) => recipe.step(ZkLockInput::Deleted),
                     Err(error) => return fail(error),
                 },
-                ZkLockStep::Wait { path, kind, .. } => {
+                ZkLockStep::Wait { path, kind, after } => {
                     let watcher = match armed.take() {
                         Some(watch) if watch.path == path && watch.kind == kind => watch.watcher,
                         // Not armed by the step before (the recipe never does this): arm now.
@@ -262,11 +273,26 @@ impl ZkBackend {
                             Err(error) => return fail(failure(error)),
                         },
                     };
-                    tokio::select! {
+                    let event = tokio::select! {
                         biased;
                         () = session.wait_end() => return fail(Failure::Refused(session.ended().unwrap_or_default())),
-                        _ = watcher.changed() => {}
+                        event = watcher.changed() => event,
+                    };
+                    // A oneshot watch also fires when the session ends (expired, closed): that is
+                    // the session's end, not a wakeup by the queue.
+                    if event.event_type == zk::EventType::Session {
+                        return fail(Failure::Refused(format!("session {:?} while waiting", event.session_state)));
                     }
+                    // The client's log says what woke it (a wakeup the herd checker cannot give a
+                    // cause is diagnosed from this line and the zxid's transaction).
+                    eprintln!(
+                        "{:.6}s wakeup: {:?} on {} (zxid {:#x}) waiting since zxid {:#x}",
+                        journal.now_ns() as f64 / 1e9,
+                        event.event_type,
+                        event.path,
+                        event.zxid,
+                        after
+                    );
                     let waiter = ours.clone().unwrap_or_default();
                     journal.record(node, Event::Wakeup { lock: name.to_string(), waiter });
                     recipe.step(ZkLockInput::Fired)

@@ -416,7 +416,7 @@ impl Builder {
                 self.push_mark(node, &row, Mark::new(t, shape, class, label).refs(refs));
             }
             Event::Role { role, term } => self.role(index, t, node, &serde_name(role), *term),
-            Event::LeaseExpiry { lease } => self.lease_expiry(index, t, node, *lease),
+            Event::LeaseExpiry { lease, .. } => self.lease_expiry(index, t, node, *lease),
             Event::Connection { state, .. } => self.connection(index, t, node, *state),
             #[allow(unreachable_patterns)]
             _ => self.unknown(index, entry),

@@ -145,7 +145,7 @@ impl<'h> Story<'h> {
                     self.say(Rank::Key, LineTone::Plain, t, vec![index], text);
                 }
             }
-            Event::LeaseExpiry { lease } => {
+            Event::LeaseExpiry { lease, .. } => {
                 let text = match self.leases.get(lease) {
                     Some((client, renewed)) => format!(
                         "{node} expired lease {lease} of {client} (last renewed at {}, {} earlier): {client}'s lock keys are deleted",

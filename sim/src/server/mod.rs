@@ -110,7 +110,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
                 (command, response)
             {
                 // Every server applies it; the first application is when the keys are gone.
-                recorder.record_once(&name, Event::LeaseExpiry { lease: *id });
+                recorder.record_once(&name, Event::LeaseExpiry { lease: *id, latest_ns: None });
             }
             notify.notify_waiters();
         })
