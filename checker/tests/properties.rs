@@ -256,3 +256,74 @@ fn progress_counts_a_holder_that_holds_through_the_fault_free_tail() {
     b.belief(11_000, "c1", 5, Phase::End);
     assert_eq!(b.verdict(Property::Progress), Verdict::Fail, "released before the tail, never granted again");
 }
+
+// Grants of the clients' own recipes: a lock no `lock` call names is granted by its beliefs.
+
+/// Case 01 with a lock of the clients' own: no `lock` calls, only beliefs with their tokens.
+fn own_lock_case_01(stale_write_accepted: bool) -> Builder {
+    let mut b = Builder::new();
+    b.belief(10, "c1", 33, Phase::Start).write(20, "c1", 33, true);
+    b.belief(6000, "c2", 34, Phase::Start).write(6010, "c2", 34, true);
+    b.write(11_000, "c1", 33, stale_write_accepted);
+    b.belief(11_020, "c1", 33, Phase::End);
+    b
+}
+
+#[test]
+fn an_own_locks_beliefs_are_its_grants_for_mutual_exclusion() {
+    // Sequential holders of an own lock: every accepted write has its grant.
+    let mut b = Builder::new();
+    b.belief(10, "c1", 5, Phase::Start).write(20, "c1", 5, true).belief(40, "c1", 5, Phase::End);
+    b.belief(50, "c2", 7, Phase::Start).write(60, "c2", 7, true).belief(70, "c2", 7, Phase::End);
+    let report = Property::MutualExclusion.check(&b.history);
+    assert_eq!(report.verdict, Verdict::Pass, "{report:?}");
+    assert!(report.summary.contains("own recipes, from their beliefs: 2"), "{}", report.summary);
+    assert_eq!(b.verdict(Property::Fencing), Verdict::Pass);
+
+    // The stale holder's late write accepted: two holders wrote, named as own grants.
+    let report = Property::MutualExclusion.check(&own_lock_case_01(true).history);
+    assert_eq!(report.verdict, Verdict::Fail);
+    let message = &report.findings[0].message;
+    for needle in ["c1 (token 33, c1's own grant, believed from 0.010s)", "c2 (token 34, c2's own grant", "two holders"]
+    {
+        assert!(message.contains(needle), "{needle:?} missing from {message:?}");
+    }
+    assert_eq!(own_lock_case_01(false).verdict(Property::MutualExclusion), Verdict::Pass);
+}
+
+#[test]
+fn an_own_grant_is_ordered_by_its_token_not_by_when_it_was_believed() {
+    // c1 was granted token 33 but paused before it recorded the belief: it believes only at 8 s,
+    // after c2 (token 34) wrote. Its late write is still the older grant's.
+    let mut b = Builder::new();
+    b.belief(6000, "c2", 34, Phase::Start).write(6010, "c2", 34, true);
+    b.belief(8000, "c1", 33, Phase::Start).write(8010, "c1", 33, true);
+    assert_eq!(b.verdict(Property::MutualExclusion), Verdict::Fail);
+}
+
+#[test]
+fn a_belief_is_no_grant_for_a_lock_the_service_granted() {
+    // c9 believes in /l with token 4 but the service's lock calls on /l never gave it 4.
+    let mut b = Builder::new();
+    b.grant(0, 10, "c1", 3).belief(20, "c1", 3, Phase::End);
+    b.belief(30, "c9", 4, Phase::Start).write(40, "c9", 4, true);
+    let report = Property::MutualExclusion.check(&b.history);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert!(report.findings[0].message.contains("no lock grant in the history gave c9"), "{report:?}");
+}
+
+#[test]
+fn progress_judges_an_own_lock_by_its_beliefs() {
+    // Before: no `lock` call, so nothing was judged and a hung queue passed.
+    let mut hung = Builder::new();
+    hung.belief(10, "c1", 5, Phase::Start).belief(500, "c1", 5, Phase::End);
+    fault(&mut hung, 1000, 12_000);
+    let report = Property::Progress.check(&hung.history);
+    assert_eq!(report.verdict, Verdict::Fail, "{report:?}");
+
+    let mut moving = Builder::new();
+    moving.belief(10, "c1", 5, Phase::Start).belief(500, "c1", 5, Phase::End);
+    fault(&mut moving, 1000, 12_000);
+    moving.belief(13_000, "c2", 9, Phase::Start);
+    assert_eq!(moving.verdict(Property::Progress), Verdict::Pass);
+}

@@ -31,7 +31,7 @@ use crate::verdict::PropertyReport;
 
 pub use beliefs::{Belief, Overlap, beliefs, overlaps};
 pub use clocks::Clocks;
-pub use grants::{Grant, grants};
+pub use grants::{Grant, GrantSource, grants, service_locks};
 pub use kv_ops::{KvOperation, KvOutcome, kv_operations};
 pub use leaders::{Leadership, Promotion};
 pub use lease_liveness::{

@@ -11,17 +11,25 @@
 //! nothing — a paused waiter reads a grant made seconds ago after its successor read a newer one —
 //! and the fencing token, the service's own position of the grant in its log (a revision, a
 //! zxid, a term), decides.
+//!
+//! A lock of the client's own recipe (no `lock` call the service could record) is granted by the
+//! holder's `belief start` with its token (`grants.rs`): when such a grant was asked for is not
+//! known, so its token alone orders it against another.
 
 use std::collections::BTreeMap;
 
 use crate::history::{Event, History};
-use crate::properties::grants::{Grant, grants};
+use crate::properties::grants::{Grant, GrantSource, grants};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
 pub(super) fn check(history: &History) -> PropertyReport {
     let grants = grants(history);
-    // (client, token) identifies a grant; a client never gets the same token twice.
-    let by_holder: BTreeMap<(&str, i64), &Grant> = grants.iter().map(|g| ((g.client.as_str(), g.token), g)).collect();
+    // (client, token) identifies a grant; a client never gets the same token twice. The
+    // service's grant first, where the client also believed under another lock's name.
+    let mut by_holder: BTreeMap<(&str, i64), &Grant> = BTreeMap::new();
+    for grant in &grants {
+        by_holder.entry((grant.client.as_str(), grant.token)).or_insert(grant);
+    }
 
     // The newest grant whose write was accepted so far, with the entry of that write.
     let mut newest: Option<(&Grant, usize)> = None;
@@ -37,7 +45,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
                 time_ns: entry.time_ns,
                 until_ns: None,
                 message: format!(
-                    "{resource} accepted a write from {client} with token {token}, which no lock grant in the history gave {client}"
+                    "{resource} accepted a write from {client} with token {token}, which no lock grant in the history gave {client} (a lock of your own: record its grant with believe_held(lock, {token}))"
                 ),
                 entries: vec![index],
             });
@@ -50,12 +58,11 @@ pub(super) fn check(history: &History) -> PropertyReport {
                     time_ns: entry.time_ns,
                     until_ns: None,
                     message: format!(
-                        "{resource} accepted a write from {client} (token {token}, granted at {}) at {}, after it had accepted a write from {} (token {}, granted at {}) at {}: two holders wrote",
-                        History::fmt_time(grant.granted_ns),
+                        "{resource} accepted a write from {client} ({}) at {}, after it had accepted a write from {} ({}) at {}: two holders wrote",
+                        grant.describe(),
                         History::fmt_time(entry.time_ns),
                         current.client,
-                        current.token,
-                        History::fmt_time(current.granted_ns),
+                        current.describe(),
                         History::fmt_time(prior.time_ns),
                     ),
                     entries: vec![grant.entry, current.entry, write, index],
@@ -67,10 +74,18 @@ pub(super) fn check(history: &History) -> PropertyReport {
     }
     let verdict = if findings.is_empty() { Verdict::Pass } else { Verdict::Fail };
     let summary = match verdict {
-        Verdict::Pass => format!("{accepted} accepted writes, ownership only moved forward"),
+        Verdict::Pass => format!("{accepted} accepted writes, ownership only moved forward{}", own_grants(&grants)),
         _ => format!("{} accepted writes from a stale holder", findings.len()),
     };
     PropertyReport { property: "mutual_exclusion".into(), verdict, summary, findings }
+}
+
+/// What the summary adds when some grants came from the clients' own recipes.
+fn own_grants(grants: &[Grant]) -> String {
+    match grants.iter().filter(|g| g.source == GrantSource::Belief).count() {
+        0 => String::new(),
+        n => format!(" (grants of the clients' own recipes, from their beliefs: {n})"),
+    }
 }
 
 /// Grant order (see the module documentation): `a` was granted before `b` if its lock call ended

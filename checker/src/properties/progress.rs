@@ -13,10 +13,14 @@
 //! [`stuck_bound_ns`] (twice the longest lease TTL granted, at least [`TAIL_MIN_NS`]: a holder
 //! that died without releasing is replaced after its lease expires). A longer stretch is a stuck
 //! queue and fails the property.
+//!
+//! A lock of the clients' own recipe (no `lock` call: `grants.rs`) is granted by its holders'
+//! beliefs, and judged on them the same way; its waiters are not recorded, so only the tail is.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{Call, Event, History, Phase, Return};
+use crate::properties::grants::{GrantSource, grants};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
 /// Shortest fault-free tail that can be judged: long enough for an election, a lease expiry at
@@ -24,9 +28,12 @@ use crate::verdict::{Finding, PropertyReport, Verdict};
 pub const TAIL_MIN_NS: u64 = 5_000_000_000;
 
 pub(super) fn check(history: &History) -> PropertyReport {
-    let locks = history.entries.iter().any(|e| matches!(e.event, Event::Invoke { call: Call::Lock { .. }, .. }));
+    let locks = history
+        .entries
+        .iter()
+        .any(|e| matches!(e.event, Event::Invoke { call: Call::Lock { .. }, .. } | Event::Belief { .. }));
     if !locks {
-        let summary = "no lock operations in this history: nothing to judge".to_string();
+        let summary = "no lock operations or beliefs in this history: nothing to judge".to_string();
         return PropertyReport { property: "progress".into(), verdict: Verdict::Pass, summary, findings: Vec::new() };
     }
     let faults_end_ns = history
@@ -37,11 +44,16 @@ pub(super) fn check(history: &History) -> PropertyReport {
         .max()
         .unwrap_or(0);
     let tail_ns = history.duration_ns.saturating_sub(faults_end_ns);
+    let own: BTreeSet<usize> =
+        grants(history).iter().filter(|g| g.source == GrantSource::Belief).map(|g| g.entry).collect();
     let grants: Vec<usize> = history
         .entries
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.time_ns >= faults_end_ns && matches!(e.event, Event::Ok { ret: Return::Locked { .. }, .. }))
+        .filter(|(index, e)| {
+            e.time_ns >= faults_end_ns
+                && (matches!(e.event, Event::Ok { ret: Return::Locked { .. }, .. }) || own.contains(index))
+        })
         .map(|(index, _)| index)
         .collect();
     let from = History::fmt_time(faults_end_ns);
