@@ -537,13 +537,36 @@ fn seed_from_env() -> Option<u64> {
     }
 }
 
-/// The running test's name, as a filter that runs it alone (libtest names each test's thread
-/// after it).
+/// What follows `cargo test` to run the running test alone, as this process was built: the
+/// profile (`--release`, `--profile P`), the package (`-p`, from cargo's `CARGO_PKG_NAME`), the
+/// test target (`--test T` or `--lib`, from the test binary's name) and the test's name (libtest
+/// names each test's thread after it). Empty outside a test.
 fn test_filter() -> String {
-    match std::thread::current().name() {
-        Some(name) if name != "main" => format!("{name} -- --exact"),
-        _ => String::new(),
+    let name = match std::thread::current().name() {
+        Some(name) if name != "main" => name.to_string(),
+        _ => return String::new(),
+    };
+    let exe = std::env::current_exe().ok();
+    let mut words: Vec<String> = Vec::new();
+    // target/<profile>/deps/<target>-<hash>
+    let profile = exe.as_ref().and_then(|exe| exe.parent()?.parent()?.file_name()?.to_str().map(str::to_string));
+    match profile.as_deref() {
+        Some("release") => words.push("--release".into()),
+        Some("debug") | None => {}
+        Some(other) => words.push(format!("--profile {other}")),
     }
+    let package = std::env::var("CARGO_PKG_NAME").ok();
+    if let Some(package) = &package {
+        words.push(format!("-p {package}"));
+    }
+    let target = exe.as_ref().and_then(|exe| exe.file_stem()?.to_str()?.rsplit_once('-').map(|(t, _)| t.to_string()));
+    match (target, &package) {
+        (Some(target), Some(package)) if target == package.replace('-', "_") => words.push("--lib".into()),
+        (Some(target), _) => words.push(format!("--test {target}")),
+        _ => {}
+    }
+    words.push(format!("{name} -- --exact"));
+    words.join(" ")
 }
 
 /// The cargo target folder: `CARGO_TARGET_DIR`, else the `target` folder above the test binary
