@@ -472,13 +472,17 @@ pub enum Call {
     /// lease. `api` is `etcd` or `zookeeper`, `method` the client method (`txn`, `get`), `detail`
     /// the request in one line. `writes` is what it may change: the key-value checkers
     /// (`linearizable`, `durability`, `watch`) leave those keys out, since their model would not
-    /// see the change. `{"f":"api","api":"etcd","method":"txn","detail":"...","writes":[{"key":"k1"}]}`
+    /// see the change. `reads` is the key or prefix a range read read (etcd's `get` with a
+    /// prefix), its state as of the `api` return's `revision`: a watch consumer that re-lists
+    /// before it watches again (`watch_continuity`). `{"f":"api","api":"etcd","method":"txn","detail":"...","writes":[{"key":"k1"}]}`
     Api {
         api: String,
         method: String,
         detail: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         writes: Vec<Touched>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reads: Vec<Touched>,
     },
 }
 
@@ -560,6 +564,10 @@ pub enum Return {
     Api {
         detail: String,
         revision: i64,
+        /// A ZooKeeper create of an ephemeral node: the session that owns it (ZooKeeper's
+        /// `Stat.ephemeralOwner`), the same id as that session's `lease_expiry`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ephemeral_owner: Option<i64>,
     },
 }
 

@@ -1248,3 +1248,140 @@ fn watch_progress_below_the_start_owes_nothing_and_does_not_panic() {
     b.push(105, "c4", Event::WatchProgress { watch: 1, revision: 6 });
     assert_eq!(b.report(Property::Watch).verdict, Verdict::Pass);
 }
+
+// watch_continuity: a consumer's streams, re-created, go on from where it had got to
+// (etcd issue 11496: re-created from "now", the writes in between are never seen).
+
+/// c4 watches k from revision 2 and sees 2 and 3; its stream breaks at 55 ms; it watches again
+/// from `restart` at 100 ms and sees what the new stream delivers.
+fn rewatched(restart: i64, delivered: &[(i64, &str, ChangeKind, Option<&str>)]) -> Builder {
+    let mut b = case_05_writes();
+    b.watch(1, 1, "k", false, 2).deliver(35, 1, &[(2, "k", Put, Some("v2")), (3, "k", Put, Some("v3"))]);
+    b.push(55, "c4", Event::WatchEnd { watch: 1, reason: WatchEndReason::Broken, compact_revision: None });
+    b.watch(100, 2, "k", false, restart).deliver(110, 2, delivered);
+    b
+}
+
+#[test]
+fn watch_continuity_passes_a_consumer_that_resumes_after_the_last_revision_it_saw() {
+    let b = rewatched(4, &[(4, "k", Put, Some("v4")), (5, "k", Del, None), (6, "k", Put, Some("v6"))]);
+    let report = b.report(Property::WatchContinuity);
+    assert_eq!(report.verdict, Verdict::Pass, "{report:?}");
+    assert_mentions(&report.summary, &["2 watch streams, 1 of them a consumer's re-created watch"]);
+    assert_eq!(b.verdict(Property::Watch), Verdict::Pass);
+}
+
+#[test]
+fn watch_continuity_fails_a_consumer_that_watches_again_from_now() {
+    // Re-created "from now" at 100 ms: the server starts it at 7, after the puts of 4, 5 and 6.
+    let mut b = rewatched(7, &[]);
+    b.put(120, 130, "c1", "k", "v7", 7);
+    b.deliver(140, 2, &[(7, "k", Put, Some("v7"))]);
+    // Each stream alone is faultless: `watch` passes, only the consumer's view has a gap.
+    assert_eq!(b.verdict(Property::Watch), Verdict::Pass);
+    let report = b.report(Property::WatchContinuity);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_eq!(report.findings.len(), 3, "revisions 4, 5 and 6: {report:?}");
+    assert_mentions(
+        &report.findings[0].message,
+        &["c4's watch on k never saw revision 4 (c1 put k=v4", "seen up to revision 3", "from revision 7 at 0.100s"],
+    );
+}
+
+#[test]
+fn watch_continuity_passes_a_consumer_that_re_lists_before_it_watches_again() {
+    let relist = |answered_at: u64| {
+        let mut b = rewatched(7, &[]);
+        // A read of k answered at revision 6, then the watch from 7.
+        let ret = Return::Got { value: Some("v6".into()), revision: 6 };
+        b.op(95, answered_at, "c4", Call::Get { key: "k".into() }, Some(End::Ok(ret)));
+        b.put(120, 130, "c1", "k", "v7", 7);
+        b.deliver(140, 2, &[(7, "k", Put, Some("v7"))]);
+        b
+    };
+    assert_eq!(relist(98).verdict(Property::WatchContinuity), Verdict::Pass);
+    // A read that came back only after the new stream started re-synced nothing in time.
+    assert_eq!(relist(105).verdict(Property::WatchContinuity), Verdict::Fail);
+}
+
+#[test]
+fn watch_continuity_counts_a_prefix_read_recorded_as_an_api_call() {
+    let mut b = rewatched(7, &[]);
+    let call = Call::Api {
+        api: "etcd".into(),
+        method: "get".into(),
+        detail: "*".into(),
+        writes: Vec::new(),
+        reads: vec![coordsim_checker::history::Touched::Prefix(String::new())],
+    };
+    let ret = Return::Api { detail: "1 keys".into(), revision: 6, ephemeral_owner: None };
+    b.op(95, 98, "c4", call, Some(End::Ok(ret)));
+    b.put(120, 130, "c1", "k", "v7", 7);
+    b.deliver(140, 2, &[(7, "k", Put, Some("v7"))]);
+    assert_eq!(b.verdict(Property::WatchContinuity), Verdict::Pass);
+}
+
+// session_loss_notice: a request waiting under a lease ends within the TTL of the lease's expiry
+// (etcd issue 19597: the waiter learns its session is gone only when the holder releases).
+
+/// c1 holds /l from 0.1 s to `release`; c2 waits under lease 2 (TTL 3 s), which expires at 5 s;
+/// c2's request ends at `c2_ends` (`None`: never).
+fn waiter_whose_lease_expires(release: u64, c2_ends: Option<(u64, End)>) -> Builder {
+    let mut b = Builder::new();
+    b.lease(0, 10, "c1", 1, 3000).lease(0, 10, "c2", 2, 3000);
+    b.grant(50, 100, "c1", 1, 7);
+    match c2_ends {
+        Some((ms, end)) => b.lock(200, ms, "c2", 2, Some(end)),
+        None => b.lock(200, 0, "c2", 2, None),
+    };
+    b.expiry(5000, 2);
+    b.unlock(release, release + 10, "c1");
+    b
+}
+
+#[test]
+fn session_loss_notice_fails_a_waiter_that_learns_only_when_the_holder_releases() {
+    // etcd's Mutex: c2's lock fails at 20 s, when c1's release let it find its own key gone.
+    let b = waiter_whose_lease_expires(20_000, Some((20_020, End::Fail)));
+    let report = b.report(Property::SessionLossNotice);
+    assert_eq!(report.verdict, Verdict::Fail, "{report:?}");
+    assert_mentions(
+        &report.findings[0].message,
+        &["c2's lock request for /l under lease 2", "ended only at 20.020s", "expired at 5.000s", "(4000 ms)"],
+    );
+    // A request that never ends is the same failure.
+    let never = waiter_whose_lease_expires(20_000, None).report(Property::SessionLossNotice);
+    assert_mentions(&never.findings[0].message, &["was still waiting at the end of the run"]);
+}
+
+#[test]
+fn session_loss_notice_passes_a_waiter_that_gives_up_once_its_lease_is_gone() {
+    // The fix: c2 watches its lease and gives its request up 1.2 s after the expiry.
+    let b = waiter_whose_lease_expires(20_000, Some((6_200, End::Info)));
+    let report = b.report(Property::SessionLossNotice);
+    assert_eq!(report.verdict, Verdict::Pass, "{report:?}");
+    assert_mentions(&report.summary, &["1 lock requests were waiting when their lease expired"]);
+}
+
+#[test]
+fn session_loss_notice_starts_the_bound_when_the_faults_active_at_the_expiry_end() {
+    // c2 is cut off from 3 s to 10 s: it cannot hear of the expiry at 5 s before 10 s, and its
+    // request failing at 12 s is within the TTL (and the slack) of that; at 15 s it is not.
+    let mut b = waiter_whose_lease_expires(20_000, Some((12_000, End::Fail)));
+    b.fault(3000, 10_000, 1, FaultKind::Partition, &["c2"]);
+    assert_eq!(b.verdict(Property::SessionLossNotice), Verdict::Pass);
+    let mut late = waiter_whose_lease_expires(20_000, Some((15_000, End::Fail)));
+    late.fault(3000, 10_000, 1, FaultKind::Partition, &["c2"]);
+    let report = late.report(Property::SessionLossNotice);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["after the faults active then ended at 10.000s"]);
+}
+
+#[test]
+fn session_loss_notice_does_not_judge_a_request_over_before_the_expiry() {
+    // c2's request was answered (failed) before its lease expired: nothing was waiting.
+    let b = waiter_whose_lease_expires(20_000, Some((4_000, End::Fail)));
+    let report = b.report(Property::SessionLossNotice);
+    assert_eq!(report.verdict, Verdict::Pass);
+    assert_mentions(&report.summary, &["0 lock requests"]);
+}

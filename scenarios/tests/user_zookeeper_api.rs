@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use coordsim::testbed::{Fault, Testbed};
 use coordsim::zookeeper::{self, Acls, AddWatchMode, CreateMode, Error, EventType};
-use coordsim_checker::history::{Call, Event};
+use coordsim_checker::history::{Call, Event, Return};
 use coordsim_checker::verdict::Verdict;
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -96,13 +96,14 @@ fn znode_calls_answer_as_zookeeper_and_writes_are_judged_linearizable() {
 
 #[test]
 fn ephemeral_sequential_nodes_carry_the_session_and_go_with_it() {
-    let (log, _) = run(testbed(), |ctx, log| async move {
+    let (log, run) = run(testbed(), |ctx, log| async move {
         let zk = ctx.zookeeper(TIMEOUT).await.unwrap();
         zk.create("/q", b"", &persistent()).await.unwrap();
         let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
         let (first, a) = zk.create("/q/n-", b"", &options).await.unwrap();
         let (_, b) = zk.create("/q/n-", b"", &options).await.unwrap();
         note(&log, format!("owner {}", first.ephemeral_owner == zk.session_id().0));
+        note(&log, format!("session {}", zk.session_id().0));
         note(&log, format!("sequences {a} {b}"));
         zk.close();
         note(&log, format!("after close {:?}", zk.list_children("/q").await.err()));
@@ -111,10 +112,27 @@ fn ephemeral_sequential_nodes_carry_the_session_and_go_with_it() {
         coordsim::time::sleep(TIMEOUT * 2).await;
         note(&log, format!("expired with the session {:?}", other.list_children("/q").await.unwrap()));
     });
+    // The history records each ephemeral create's owning session, the id its expiry has.
+    let session: i64 = log[1].strip_prefix("session ").unwrap().parse().unwrap();
+    let owners: Vec<Option<i64>> = run
+        .history
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Ok { ret: Return::Api { detail, ephemeral_owner, .. }, .. } if detail.starts_with("/q/n-") => {
+                Some(*ephemeral_owner)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(owners, [Some(session), Some(session)]);
+    let expired =
+        run.history.entries.iter().any(|e| matches!(e.event, Event::LeaseExpiry { lease, .. } if lease == session));
+    assert!(expired, "the session's expiry is recorded under the same id");
+    assert_eq!(log[..2], ["owner true", format!("session {session}").as_str()]);
     assert_eq!(
-        log,
+        log[2..],
         [
-            "owner true",
             "sequences 0000000000 0000000001",
             "after close Some(ClientClosed)",
             "still there 2",

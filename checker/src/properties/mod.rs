@@ -20,9 +20,11 @@ pub mod linearizable;
 mod locks;
 mod mutual_exclusion;
 mod progress;
+mod session_loss_notice;
 mod single_holder;
 mod spurious_expiry;
 mod watch;
+mod watch_continuity;
 
 use serde::{Deserialize, Serialize};
 
@@ -83,6 +85,12 @@ pub enum Property {
     /// No lease expires while its owner runs and no fault has cut it or the servers off: a lease
     /// lost to latency or packet loss alone means the TTL is too short for the network.
     SpuriousExpiry,
+    /// A consumer that re-creates its watch goes on from where it had got to (or re-reads the
+    /// range first): no acknowledged write falls between two of its streams unseen.
+    WatchContinuity,
+    /// A lock request waiting under a lease that the service expires ends within the lease's TTL
+    /// of the expiry (after the faults active then): the waiter learns its session is gone.
+    SessionLossNotice,
 }
 
 impl Property {
@@ -100,7 +108,7 @@ impl Property {
         Property::Fairness,
     ];
 
-    pub const ALL: [Property; 14] = [
+    pub const ALL: [Property; 16] = [
         Property::MutualExclusion,
         Property::Fencing,
         Property::SingleHolder,
@@ -115,6 +123,8 @@ impl Property {
         Property::Herd,
         Property::Fairness,
         Property::SpuriousExpiry,
+        Property::WatchContinuity,
+        Property::SessionLossNotice,
     ];
 
     /// The identifier used in scenario files and reports.
@@ -134,6 +144,8 @@ impl Property {
             Property::Herd => "herd",
             Property::Fairness => "fairness",
             Property::SpuriousExpiry => "spurious_expiry",
+            Property::WatchContinuity => "watch_continuity",
+            Property::SessionLossNotice => "session_loss_notice",
         }
     }
 
@@ -171,6 +183,8 @@ impl Property {
             Property::Herd => herd::check(history),
             Property::Fairness => fairness::check(history),
             Property::SpuriousExpiry => spurious_expiry::check(history),
+            Property::WatchContinuity => watch_continuity::check(history),
+            Property::SessionLossNotice => session_loss_notice::check(history),
         }
     }
 }

@@ -39,25 +39,25 @@ use crate::properties::kv_ops::{KvOperation, kv_operations};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
 /// One watch stream.
-struct Stream {
-    client: String,
-    key: String,
-    prefix: bool,
+pub(super) struct Stream {
+    pub(super) client: String,
+    pub(super) key: String,
+    pub(super) prefix: bool,
     /// 0: "from now", the revision the server chose not recorded.
-    start_revision: i64,
-    start_entry: usize,
-    start_ns: u64,
+    pub(super) start_revision: i64,
+    pub(super) start_entry: usize,
+    pub(super) start_ns: u64,
     /// Deliveries and progress notifications in the order received: (entry, time, what).
-    updates: Vec<(usize, u64, Update)>,
+    pub(super) updates: Vec<(usize, u64, Update)>,
 }
 
-enum Update {
+pub(super) enum Update {
     Changes(Vec<WatchedChange>),
     Progress(i64),
 }
 
 impl Stream {
-    fn watches(&self, key: &str) -> bool {
+    pub(super) fn watches(&self, key: &str) -> bool {
         if self.prefix { key.starts_with(&self.key) } else { key == self.key }
     }
 }
@@ -90,7 +90,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
     PropertyReport { property: "watch".into(), verdict, summary, findings }
 }
 
-fn streams(history: &History) -> BTreeMap<WatchId, Stream> {
+pub(super) fn streams(history: &History) -> BTreeMap<WatchId, Stream> {
     let mut streams: BTreeMap<WatchId, Stream> = BTreeMap::new();
     for (index, entry) in history.entries.iter().enumerate() {
         let (watch, update) = match &entry.event {
@@ -224,7 +224,7 @@ fn judge(id: WatchId, stream: &Stream, writes: &BTreeMap<i64, &KvOperation>) -> 
 /// proved to start at or below (see the module's docs): its first delivered revision, or the
 /// revision of a write invoked after the stream was created, whichever is lower; nothing is
 /// owed when neither exists.
-fn owed_from_now(stream: &Stream, writes: &BTreeMap<i64, &KvOperation>) -> i64 {
+pub(super) fn owed_from_now(stream: &Stream, writes: &BTreeMap<i64, &KvOperation>) -> i64 {
     let first_delivered = stream.updates.iter().find_map(|(_, _, update)| match update {
         Update::Changes(changes) => changes.iter().map(|c| c.revision).min(),
         Update::Progress(_) => None,

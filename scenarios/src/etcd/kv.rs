@@ -830,6 +830,7 @@ impl KvClient {
     pub async fn get(&mut self, key: impl Into<Vec<u8>>, options: Option<GetOptions>) -> Result<GetResponse> {
         let options = options.unwrap_or_default();
         let request = options.request(key.into())?;
+        let request_revision = request.revision;
         let single = match &request.range {
             KeyRange::Key(key) if request.revision == 0 && !request.keys_only && !request.count_only => {
                 Some(key.clone())
@@ -838,7 +839,17 @@ impl KvClient {
         };
         let call = match &single {
             Some(key) => Call::Get { key: key.clone() },
-            None => self.conn.api_call("get", describe_get(&request, options.serializable), Vec::new()),
+            None => {
+                // A read of a key's or a prefix's state (what a watch consumer re-lists), as of
+                // the revision its answer's `revision` names.
+                let reads = match &request.range {
+                    _ if request.count_only => Vec::new(),
+                    KeyRange::Key(key) => vec![Touched::Key(key.clone())],
+                    KeyRange::Prefix(prefix) => vec![Touched::Prefix(prefix.clone())],
+                    _ => Vec::new(),
+                };
+                self.conn.api_read("get", describe_get(&request, options.serializable), reads)
+            }
         };
         let op = self.conn.invoke(call);
         match self.conn.range(request, !options.serializable).await {
@@ -846,7 +857,12 @@ impl KvClient {
                 let revision = response.header.revision;
                 let ret = match &single {
                     Some(_) => Return::Got { value: response.kvs.first().map(|kv| kv.value.clone()), revision },
-                    None => Return::Api { detail: format!("{} keys", response.count), revision },
+                    // As of the revision asked for, if one was (the header names the newest).
+                    None => Return::Api {
+                        detail: format!("{} keys", response.count),
+                        revision: if request_revision != 0 { request_revision } else { revision },
+                        ephemeral_owner: None,
+                    },
                 };
                 self.conn.ok(op, ret);
                 Ok(GetResponse::from_store(response))
@@ -881,7 +897,9 @@ impl KvClient {
                 let revision = response.header.revision;
                 let ret = match single {
                     Some(_) => Return::Deleted { count: response.deleted as u64, revision },
-                    None => Return::Api { detail: format!("{} deleted", response.deleted), revision },
+                    None => {
+                        Return::Api { detail: format!("{} deleted", response.deleted), revision, ephemeral_owner: None }
+                    }
                 };
                 self.conn.ok(op, ret);
                 Ok(DeleteResponse::from_store(response, options.prev_kv))

@@ -27,10 +27,12 @@ pub(crate) async fn blocking(
     request: ClientRequest,
     done: impl Fn(&ClientReply) -> bool,
 ) -> Result<ClientReply> {
+    let mut pending = Pending { conn, op, open: true };
     let deadline = conn.env().clock.now().plus(conn.patience());
     loop {
         let left = conn.env().clock.now().until(deadline);
         if left.is_zero() {
+            pending.open = false;
             let error = coordsim_sim::client::Unavailable {
                 budget_ms: conn.patience().as_millis() as u64,
                 attempts: 1,
@@ -43,7 +45,29 @@ pub(crate) async fn blocking(
         if let Ok(reply) = conn.client().call_with(request.clone(), BLOCKING_ATTEMPT.min(left), left).await
             && done(&reply)
         {
+            pending.open = false;
             return Ok(reply);
+        }
+    }
+}
+
+/// A blocking request the caller may give up on: dropping its future (a `select`, a timeout, a
+/// task aborted when the caller learns its lease is gone) cancels the gRPC call in etcd-client,
+/// and the history records the request as ended then, outcome unknown (`info`: the server may
+/// have granted it just before). Otherwise it would stay open for the rest of the run, a waiter
+/// that no longer waits.
+struct Pending<'a> {
+    conn: &'a Conn,
+    op: coordsim_checker::history::OpId,
+    open: bool,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        // A future dropped as the simulation is torn down, after the history was taken, records
+        // nothing.
+        if self.open && madsim::runtime::Handle::try_current().is_ok() {
+            self.conn.info(self.op, "given up by the caller before an answer: the server may still act on it");
         }
     }
 }

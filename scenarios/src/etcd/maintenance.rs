@@ -134,7 +134,10 @@ impl MaintenanceClient {
         let op = self.conn.invoke(self.conn.api_call("status", String::new(), Vec::new()));
         match self.conn.client().call(ClientRequest::Status, self.conn.budget()).await {
             Ok(ClientReply::Status { member_id, leader, raft_term, raft_index, raft_applied_index, revision }) => {
-                self.conn.ok(op, Return::Api { detail: format!("s{member_id}, leader {leader:?}"), revision });
+                self.conn.ok(
+                    op,
+                    Return::Api { detail: format!("s{member_id}, leader {leader:?}"), revision, ephemeral_owner: None },
+                );
                 Ok(StatusResponse {
                     header: ResponseHeader::new(revision),
                     member_id,

@@ -173,11 +173,16 @@ impl Conn {
     }
 
     pub(crate) fn api_call(&self, method: &str, detail: String, writes: Vec<Touched>) -> Call {
-        Call::Api { api: "etcd".into(), method: method.into(), detail, writes }
+        Call::Api { api: "etcd".into(), method: method.into(), detail, writes, reads: Vec::new() }
+    }
+
+    /// A range read no model judges, with the key or prefix it read.
+    pub(crate) fn api_read(&self, method: &str, detail: String, reads: Vec<Touched>) -> Call {
+        Call::Api { api: "etcd".into(), method: method.into(), detail, writes: Vec::new(), reads }
     }
 
     pub(crate) fn api_return(detail: &str, revision: i64) -> Return {
-        Return::Api { detail: detail.into(), revision }
+        Return::Api { detail: detail.into(), revision, ephemeral_owner: None }
     }
 
     /// A write, sent at most once to a server that may apply it.

@@ -4,7 +4,7 @@
 //! clients run your async code instead of a built-in recipe. Each client gets a [`Ctx`]: an etcd
 //! client with etcd-client's API ([`crate::etcd`]), the protected resource, its local clock, and
 //! calls to record what your code believes ("I hold X with token T"). Every call is recorded in
-//! the run's history, and the 14 built-in properties plus your own [`Checker`]s judge it.
+//! the run's history, and the 16 built-in properties plus your own [`Checker`]s judge it.
 //!
 //! ```no_run
 //! use coordsim::testbed::{Fault, Testbed};

@@ -363,7 +363,7 @@ impl Conn {
     }
 
     fn api(&self, method: &str, detail: String, writes: Vec<Touched>) -> OpId {
-        self.invoke(Call::Api { api: "zookeeper".into(), method: method.into(), detail, writes })
+        self.invoke(Call::Api { api: "zookeeper".into(), method: method.into(), detail, writes, reads: Vec::new() })
     }
 
     /// Records how a call that did not succeed ended and returns the error.
@@ -602,7 +602,13 @@ impl Client {
                 Some(ZkOpResult::Created { path: created, stat }) => {
                     let ret = match plain {
                         true => Return::Cas { swapped: true, revision: stat.czxid },
-                        false => Return::Api { detail: created.clone(), revision: stat.czxid },
+                        // An ephemeral node's owner is the session: its end (the session's
+                        // `lease_expiry`) is when the node goes.
+                        false => Return::Api {
+                            detail: created.clone(),
+                            revision: stat.czxid,
+                            ephemeral_owner: (stat.ephemeral_owner != 0).then_some(stat.ephemeral_owner),
+                        },
                     };
                     self.conn.ok(op, ret);
                     let sequence = match mode.is_sequential() {
@@ -639,7 +645,7 @@ impl Client {
             Ok((zxid, Ok(_))) => {
                 let ret = match expected_version {
                     None => Return::Deleted { count: 1, revision: zxid },
-                    Some(_) => Return::Api { detail: "deleted".into(), revision: zxid },
+                    Some(_) => Return::Api { detail: "deleted".into(), revision: zxid, ephemeral_owner: None },
                 };
                 self.conn.ok(op, ret);
                 Ok(())
@@ -673,7 +679,11 @@ impl Client {
                 Some(ZkOpResult::SetData { stat }) => {
                     let ret = match expected_version {
                         None => Return::Put { revision: stat.mzxid },
-                        Some(_) => Return::Api { detail: format!("version {}", stat.version), revision: stat.mzxid },
+                        Some(_) => Return::Api {
+                            detail: format!("version {}", stat.version),
+                            revision: stat.mzxid,
+                            ephemeral_owner: None,
+                        },
                     };
                     self.conn.ok(op, ret);
                     Ok(Stat::from_view(&stat))
@@ -706,7 +716,7 @@ impl Client {
         let op = self.conn.api("get_data", path.to_string(), Vec::new());
         match self.conn.request(self.conn.zk.get_data(path, self.conn.timeout)).await {
             Ok(((data, stat), zxid)) => {
-                self.conn.ok(op, Return::Api { detail: data.clone(), revision: zxid });
+                self.conn.ok(op, Return::Api { detail: data.clone(), revision: zxid, ephemeral_owner: None });
                 Ok((data.into_bytes(), Stat::from_view(&stat), zxid))
             }
             Err(error) => Err(self.conn.lost(op, error)),
@@ -732,7 +742,11 @@ impl Client {
             Ok((stat, zxid)) => {
                 self.conn.ok(
                     op,
-                    Return::Api { detail: if stat.is_some() { "exists" } else { "absent" }.into(), revision: zxid },
+                    Return::Api {
+                        detail: if stat.is_some() { "exists" } else { "absent" }.into(),
+                        revision: zxid,
+                        ephemeral_owner: None,
+                    },
                 );
                 Ok((stat.as_ref().map(Stat::from_view), zxid))
             }
@@ -770,7 +784,7 @@ impl Client {
         let op = self.conn.api("get_children", path.to_string(), Vec::new());
         match self.conn.request(self.conn.zk.get_children(path, self.conn.timeout)).await {
             Ok((children, zxid)) => {
-                self.conn.ok(op, Return::Api { detail: children.join(","), revision: zxid });
+                self.conn.ok(op, Return::Api { detail: children.join(","), revision: zxid, ephemeral_owner: None });
                 Ok((children, zxid))
             }
             Err(error) => Err(self.conn.lost(op, error)),
@@ -800,7 +814,7 @@ impl Client {
         let op = self.conn.api("sync", path.to_string(), Vec::new());
         match self.conn.request(self.conn.zk.sync(self.conn.timeout)).await {
             Ok(zxid) => {
-                self.conn.ok(op, Return::Api { detail: "synced".into(), revision: zxid });
+                self.conn.ok(op, Return::Api { detail: "synced".into(), revision: zxid, ephemeral_owner: None });
                 Ok(())
             }
             Err(error) => Err(self.conn.lost(op, error)),
@@ -952,7 +966,7 @@ impl MultiWriter<'_> {
         let op = conn.api("multi", format!("{} ops", self.ops.len()), writes);
         match conn.request(conn.zk.multi_indexed(self.ops)).await {
             Ok((zxid, Ok(results))) => {
-                conn.ok(op, Return::Api { detail: "committed".into(), revision: zxid });
+                conn.ok(op, Return::Api { detail: "committed".into(), revision: zxid, ephemeral_owner: None });
                 Ok(results
                     .into_iter()
                     .map(|result| match result {

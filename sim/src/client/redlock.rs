@@ -117,7 +117,13 @@ impl Redlock<'_> {
         detail: String,
         request: RedisRequest,
     ) -> Option<bool> {
-        let call = Call::Api { api: "redis".to_string(), method: method.to_string(), detail, writes: Vec::new() };
+        let call = Call::Api {
+            api: "redis".to_string(),
+            method: method.to_string(),
+            detail,
+            writes: Vec::new(),
+            reads: Vec::new(),
+        };
         let op = self.recorder.invoke(self.node, call);
         match netfault::call(self.endpoint, addr, request, SERVER_TIMEOUT).await {
             Ok(answer) => {
@@ -127,7 +133,11 @@ impl Redlock<'_> {
                     (_, true) => "1",
                     (_, false) => "0",
                 };
-                self.recorder.ok(self.node, op, Return::Api { detail: format!("{server}: {detail}"), revision: 0 });
+                self.recorder.ok(
+                    self.node,
+                    op,
+                    Return::Api { detail: format!("{server}: {detail}"), revision: 0, ephemeral_owner: None },
+                );
                 Some(answer)
             }
             Err(error) => {

@@ -1,16 +1,18 @@
 //! The watchers of the key-value workload (etcd API): they follow every change to the keys.
 
-use coordsim_checker::history::{ChangeKind, Event, WatchEndReason, WatchedChange};
+use coordsim_checker::history::{Call, ChangeKind, Event, Return, Touched, WatchEndReason, WatchedChange};
 
-use super::{KEY_PREFIX, KvPlan, WATCH_POLL};
+use super::{KEY_PREFIX, KvPlan, OP_BUDGET, WATCH_POLL};
 use crate::client::Client;
 use crate::recorder::Recorder;
 use crate::scenario::WatchStart;
-use crate::store::{EventKind, KeyRange, StoreError};
+use crate::store::{EventKind, KeyRange, RangeRequest, StoreError};
 
 /// Follows every change to the workload's keys, stream after stream: a stream ends when the
-/// server says its next revision was compacted (the next starts at the compact revision, the
-/// oldest still there) or when no server answers (the next resumes where this one stopped).
+/// server says its next revision was compacted (the watcher re-reads the keys as of the compact
+/// revision, the oldest still there, and the next stream starts there: a consumer that goes on
+/// from a compaction without reading misses what was compacted, `watch_continuity`) or when no
+/// server answers (the next resumes where this one stopped).
 pub(super) async fn watch(plan: &KvPlan, client: &Client, recorder: &Recorder) {
     let range = KeyRange::Prefix(KEY_PREFIX.to_string());
     let mut from = match plan.spec.watch_start {
@@ -45,7 +47,46 @@ pub(super) async fn watch(plan: &KvPlan, client: &Client, recorder: &Recorder) {
         };
         recorder.record(&plan.name, Event::WatchEnd { watch, reason: end.0, compact_revision: end.1 });
         if let Some(compact_revision) = end.1 {
-            from = compact_revision;
+            from = relist(plan, client, recorder, &range, compact_revision).await;
+        }
+    }
+}
+
+/// Reads the watched keys as of `revision` (retrying at the newer compact revision if the keys
+/// were compacted further meanwhile) and returns the revision the read was served at, from which
+/// the next stream starts: the read's state stands for every change up to it. Recorded as an
+/// `api` read of the prefix, its `revision` the one the state is as of.
+async fn relist(plan: &KvPlan, client: &Client, recorder: &Recorder, range: &KeyRange, mut revision: i64) -> i64 {
+    loop {
+        let call = Call::Api {
+            api: "etcd".into(),
+            method: "get".into(),
+            detail: format!("{KEY_PREFIX}* at revision {revision}"),
+            writes: Vec::new(),
+            reads: vec![Touched::Prefix(KEY_PREFIX.to_string())],
+        };
+        let op = recorder.invoke(&plan.name, call);
+        let mut request = RangeRequest::new(range.clone());
+        request.revision = revision;
+        match client.range(request, OP_BUDGET).await {
+            Ok(Ok(response)) => {
+                let detail = format!("{} keys", response.count);
+                recorder.ok(&plan.name, op, Return::Api { detail, revision, ephemeral_owner: None });
+                return revision;
+            }
+            Ok(Err(StoreError::Compacted { compact_revision, .. })) => {
+                recorder.fail(&plan.name, op, format!("compacted at {compact_revision}"));
+                revision = compact_revision;
+            }
+            Ok(Err(error)) => {
+                recorder.fail(&plan.name, op, error.to_string());
+                client.clock().sleep(WATCH_POLL).await;
+            }
+            // A read changes nothing: unanswered, it did not happen as far as the state goes.
+            Err(unavailable) => {
+                recorder.fail(&plan.name, op, unavailable.to_string());
+                client.clock().sleep(WATCH_POLL).await;
+            }
         }
     }
 }
