@@ -66,16 +66,16 @@ macro_rules! digest_by_debug {
 }
 
 digest_by_debug!(
-    coordsim_sim::lessor::Lessor,
-    coordsim_sim::resource::Resource,
-    coordsim_sim::recipe::mutex::EtcdMutex,
-    coordsim_sim::recipe::mutex::MutexStep,
-    coordsim_sim::recipe::zk_lock::ZkLock,
-    coordsim_sim::recipe::zk_lock::ZkLockStep,
+    coordsim_core::lessor::Lessor,
+    coordsim_core::resource::Resource,
+    coordsim_core::recipe::mutex::EtcdMutex,
+    coordsim_core::recipe::mutex::MutexStep,
+    coordsim_core::recipe::zk_lock::ZkLock,
+    coordsim_core::recipe::zk_lock::ZkLockStep,
     Vec<i32>
 );
 
-impl Digest for coordsim_sim::store::Store {
+impl Digest for coordsim_core::store::Store {
     fn digest(&self) -> u64 {
         digest_bytes(|bytes| serde_json::to_writer(bytes, self).is_ok())
     }
@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn equal_stores_hash_equal_and_a_write_changes_the_hash() {
-        use coordsim_sim::store::{Command, PutRequest, Store};
+        use coordsim_core::store::{Command, PutRequest, Store};
         let a = Hashed::new(Store::new());
         let mut b = Hashed::new(Store::new());
         assert_eq!(digest(&a), digest(&b));

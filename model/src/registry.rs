@@ -4,8 +4,8 @@
 
 use std::net::SocketAddr;
 
-use coordsim_sim::recipe::zk_lock::ZkLockConfig;
-use coordsim_sim::resource::ResourceMode;
+use coordsim_core::recipe::zk_lock::ZkLockConfig;
+use coordsim_core::resource::ResourceMode;
 
 use crate::checked::{CheckedModel, Expectation};
 use crate::election::{Election, ElectionConfig};
@@ -42,10 +42,10 @@ pub struct ModelInfo {
     pub symmetric: bool,
 }
 
-const ETCD_SHARED: &str = "coordsim_sim::recipe::mutex::EtcdMutex, store::Store, lessor::Lessor, resource::Resource";
+const ETCD_SHARED: &str = "coordsim_core::recipe::mutex::EtcdMutex, store::Store, lessor::Lessor, resource::Resource";
 const ETCD_LEAVES_OUT: &str = "replication and leader changes (one store stands for the Raft group), message loss and \
      delay (a request and its answer are one step), crashes and new sessions, compaction";
-const ZK_SHARED: &str = "coordsim_sim::recipe::zk_lock::ZkLock (its herd, recheck_vanished and unique_tag switches), \
+const ZK_SHARED: &str = "coordsim_core::recipe::zk_lock::ZkLock (its herd, recheck_vanished and unique_tag switches), \
      store::Store with the ZooKeeper view (zk::tree, zk::watch::fired)";
 const ZK_LEAVES_OUT: &str = "replication (one store stands for the ensemble: no stale reads, no sync), time and session \
      expiry by timeout (a closed session stands for one), message loss but one lost create reply, the resource";
@@ -147,7 +147,7 @@ pub const MODELS: &[ModelInfo] = &[
         name: "grant-to-expired-waiter",
         summary: "etcd mutex without the waiter's session re-check: a waiter whose lease expired is told it holds the lock",
         abstracts: "etcd 3.4.3's server-side Lock (etcd issues 11456, 9921); case 02",
-        shared: "coordsim_sim::recipe::mutex::EtcdMutex (its step 4 skipped by the model's driver: no bug switch in \
+        shared: "coordsim_core::recipe::mutex::EtcdMutex (its step 4 skipped by the model's driver: no bug switch in \
                  the core yet), store::Store, lessor::Lessor, resource::Resource",
         leaves_out: ETCD_LEAVES_OUT,
         clients_default: 3,

@@ -1,16 +1,16 @@
-//! The model checks the code we ship: its clients run `coordsim_sim::recipe::mutex::EtcdMutex`
-//! and its server state is `coordsim_sim::store::Store` — the same types the simulator's
+//! The model checks the code we ship: its clients run `coordsim_core::recipe::mutex::EtcdMutex`
+//! and its server state is `coordsim_core::store::Store` — the same types the simulator's
 //! clients and servers run, not copies. This test drives the model through a handover (c1
 //! acquires, c2 queues behind it, c1 writes and releases, c2 wakes and acquires) and, beside
 //! it, drives the shipped recipe against the shipped store the way the simulator's lock driver
 //! (sim/src/client/lock.rs) does; after every step the recipe and the store are equal.
 
+use coordsim_core::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
+use coordsim_core::store::{Command, CommandResponse, DeleteRangeRequest, KeyRange, Store};
 use coordsim_model::etcd::config::LOCK;
 use coordsim_model::etcd::state::{Phase, State};
 use coordsim_model::etcd::{Action, EtcdLock};
 use coordsim_model::registry::{self, Built};
-use coordsim_sim::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
-use coordsim_sim::store::{Command, CommandResponse, DeleteRangeRequest, KeyRange, Store};
 use stateright::Model;
 
 /// The simulator's driver loop (sim/src/client/lock.rs), answered by a store instead of RPCs:

@@ -1,18 +1,18 @@
 //! The ZooKeeper lock models check the code we ship: their clients run
-//! `coordsim_sim::recipe::zk_lock::ZkLock` and their server state is `coordsim_sim::store::Store`
-//! seen through `coordsim_sim::zk` — the same types the simulator's clients and servers run, not
+//! `coordsim_core::recipe::zk_lock::ZkLock` and their server state is `coordsim_core::store::Store`
+//! seen through `coordsim_core::zk` — the same types the simulator's clients and servers run, not
 //! copies (the model crate has no recipe of its own). This test drives the queue-lock model
 //! through a handover (c1 acquires, c2 queues behind it and watches c1's node, c1 releases, the
 //! watch fires, c2 acquires) and, beside it, drives the shipped recipe against a shipped store
 //! the way the simulator's driver (sim/src/client/zk_lock.rs) does; after every step the recipe
 //! and the store are equal.
 
+use coordsim_core::recipe::zk_lock::{ZkLock, ZkLockConfig, ZkLockInput, ZkLockStep};
+use coordsim_core::store::{Command, CommandResponse, LeaseId, Store};
+use coordsim_core::zk::{ANY_VERSION, CreateMode, ZkOp, ZkOpResult, ZkWrite, tree, watch};
 use coordsim_model::registry::{self, Built};
 use coordsim_model::zk::state::{Phase, State};
 use coordsim_model::zk::{Action, LOCK, ZkLockModel, tag};
-use coordsim_sim::recipe::zk_lock::{ZkLock, ZkLockConfig, ZkLockInput, ZkLockStep};
-use coordsim_sim::store::{Command, CommandResponse, LeaseId, Store};
-use coordsim_sim::zk::{ANY_VERSION, CreateMode, ZkOp, ZkOpResult, ZkWrite, tree, watch};
 use stateright::Model;
 
 fn zk_write(store: &mut Store, session: LeaseId, op: ZkOp) -> Vec<ZkOpResult> {
@@ -74,8 +74,8 @@ fn step(model: &ZkLockModel, state: State, action: Action) -> State {
 #[test]
 fn the_model_client_type_is_the_simulators_recipe() {
     let state = step(&model(), model().init_states().remove(0), Action::Lock(0));
-    assert_eq!(std::any::type_name_of_val(recipe(&state, 0)), "coordsim_sim::recipe::zk_lock::ZkLock");
-    assert_eq!(std::any::type_name_of_val(&*state.store), "coordsim_sim::store::machine::Store");
+    assert_eq!(std::any::type_name_of_val(recipe(&state, 0)), "coordsim_core::recipe::zk_lock::ZkLock");
+    assert_eq!(std::any::type_name_of_val(&*state.store), "coordsim_core::store::machine::Store");
 }
 
 #[test]

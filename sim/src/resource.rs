@@ -1,63 +1,19 @@
-//! The protected resource: a storage node that receives writes carrying a fencing token.
-//!
-//! `fenced` remembers the highest token it accepted and rejects any lower one, so a stale
-//! holder's late write becomes a harmless rejection; `unfenced` accepts everything, as a plain
-//! database or file would (docs/cases/01).
+//! The protected resource as a node of the simulation: the sans-IO core
+//! (`coordsim_core::resource`) behind madsim RPC, each decision recorded.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use coordsim_checker::history::Event;
 use madsim::net::Endpoint;
-use serde::{Deserialize, Serialize};
 
 use crate::recorder::Recorder;
 use crate::rpc::{ResourceReply, ResourceWrite};
 
+pub use coordsim_core::resource::{Decision, Resource, ResourceMode};
+
 /// The port the resource listens on.
 pub const RESOURCE_PORT: u16 = 9000;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResourceMode {
-    /// Reject tokens lower than the highest accepted.
-    Fenced,
-    /// Accept every write.
-    Unfenced,
-}
-
-/// The resource's decision on one write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Decision {
-    pub accepted: bool,
-    /// The highest accepted token before this write (0 = none yet).
-    pub highest_before: i64,
-}
-
-/// Sans-IO core of the resource.
-#[derive(Clone, Debug)]
-pub struct Resource {
-    mode: ResourceMode,
-    highest: i64,
-}
-
-impl Resource {
-    pub fn new(mode: ResourceMode) -> Self {
-        Resource { mode, highest: 0 }
-    }
-
-    pub fn write(&mut self, token: i64) -> Decision {
-        let highest_before = self.highest;
-        let accepted = match self.mode {
-            ResourceMode::Fenced => token >= self.highest,
-            ResourceMode::Unfenced => true,
-        };
-        if accepted {
-            self.highest = self.highest.max(token);
-        }
-        Decision { accepted, highest_before }
-    }
-}
 
 /// Serves writes until the simulation ends, recording each decision.
 pub async fn serve_resource(addr: SocketAddr, name: String, mode: ResourceMode, recorder: Recorder) {

@@ -7,7 +7,7 @@
 //! per term and moves to any higher term it sees, stepping down if it led; a candidate with a
 //! majority leads its term and writes once to the resource with its term as the fencing token.
 //! A leader that has not yet heard of a newer term still believes it leads: that is the stale
-//! leader fencing exists for. The resource is the shipped `coordsim_sim::resource::Resource`.
+//! leader fencing exists for. The resource is the shipped `coordsim_core::resource::Resource`.
 //!
 //! **Not built on a shared core, and why**: the simulator's election is openraft's, inside
 //! async code, and the election recipe core (sim/src/recipe/) is being written now; this is the
@@ -21,7 +21,7 @@
 mod describe;
 pub mod state;
 
-use coordsim_sim::resource::ResourceMode;
+use coordsim_core::resource::ResourceMode;
 use stateright::{Model, Property};
 
 use crate::checked::{self, CheckedModel, Expectation};

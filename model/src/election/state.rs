@@ -2,7 +2,7 @@
 //! so a state is renamed by a permutation of the nodes, applied to every place that names a node
 //! (votes, `voted_for`, the resource's record of who wrote in each term).
 
-use coordsim_sim::resource::{Resource, ResourceMode};
+use coordsim_core::resource::{Resource, ResourceMode};
 
 use crate::fingerprint::Hashed;
 

@@ -8,8 +8,8 @@
 //! One action = one request and its answer (an RPC is atomic here: no loss, no delay; what the
 //! model leaves out of the network is said in mod.rs).
 
-use coordsim_sim::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
-use coordsim_sim::store::{Command, CommandResponse, DeleteRangeRequest, KeyRange, Revision, Store, StoreError};
+use coordsim_core::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
+use coordsim_core::store::{Command, CommandResponse, DeleteRangeRequest, KeyRange, Revision, Store, StoreError};
 
 use super::config::{EtcdConfig, LOCK, SessionCheck};
 use super::state::{End, Phase, State};

@@ -1,7 +1,7 @@
 //! The knobs of the etcd lock world: which fault, which resource, which clocks, which switch.
 //! Each model of the registry is one setting of these (see `crate::registry`).
 
-use coordsim_sim::resource::ResourceMode;
+use coordsim_core::resource::ResourceMode;
 
 use crate::checked::Expectation;
 

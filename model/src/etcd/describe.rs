@@ -2,8 +2,8 @@
 //! the requests inside them, `write token 3 → accepted`, `belief start`/`belief end`, `pause`,
 //! `lease_expiry`, `tick`.
 
-use coordsim_sim::recipe::mutex::MutexStep;
-use coordsim_sim::store::KeyRange;
+use coordsim_core::recipe::mutex::MutexStep;
+use coordsim_core::store::KeyRange;
 
 use super::config::EtcdConfig;
 use super::state::{End, Phase, State};
@@ -13,7 +13,7 @@ use crate::trace::{TraceStep, client_name};
 pub fn step(config: &EtcdConfig, before: &State, action: &Action, after: &State) -> TraceStep {
     match *action {
         Action::Lock(i) => {
-            let key = coordsim_sim::recipe::mutex::holder_key(super::config::LOCK, before.clients[i].lease);
+            let key = coordsim_core::recipe::mutex::holder_key(super::config::LOCK, before.clients[i].lease);
             let outcome = outcome(after, i, "first in the queue");
             belief(
                 TraceStep::new(client_name(i), format!("invoke lock: txn create {key} → {outcome}")),

@@ -1,10 +1,10 @@
 //! The etcd lock world: lease-based locks on the shipped sans-IO cores.
 //!
 //! **Abstracts** the simulator's service and clients for one lock: the servers' replicated
-//! state is one `coordsim_sim::store::Store` (the MVCC store with leases, the code every server
-//! applies its log to), lease deadlines are the leader's `coordsim_sim::lessor::Lessor`, each
-//! client runs the etcd mutex recipe `coordsim_sim::recipe::mutex::EtcdMutex` (the code the
-//! simulator's clients run), and writes go to `coordsim_sim::resource::Resource` (fenced or not).
+//! state is one `coordsim_core::store::Store` (the MVCC store with leases, the code every server
+//! applies its log to), lease deadlines are the leader's `coordsim_core::lessor::Lessor`, each
+//! client runs the etcd mutex recipe `coordsim_core::recipe::mutex::EtcdMutex` (the code the
+//! simulator's clients run), and writes go to `coordsim_core::resource::Resource` (fenced or not).
 //! The model only moves messages: each request the recipe asks for is answered by the store in
 //! one step (client.rs), watches are the store's events (watch.rs), and true time advances in
 //! ticks during which keepalives renew, clocks move and leases expire (time.rs).

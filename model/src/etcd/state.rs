@@ -2,11 +2,11 @@
 //! resource (the shipped core), each client's recipe (the shipped `EtcdMutex`), the true time,
 //! and a monitor that remembers what the `always` properties must never see.
 
-use coordsim_sim::clock::LocalTime;
-use coordsim_sim::lessor::Lessor;
-use coordsim_sim::recipe::mutex::{EtcdMutex, MutexStep};
-use coordsim_sim::resource::Resource;
-use coordsim_sim::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, Revision, Store};
+use coordsim_core::clock::LocalTime;
+use coordsim_core::lessor::Lessor;
+use coordsim_core::recipe::mutex::{EtcdMutex, MutexStep};
+use coordsim_core::resource::Resource;
+use coordsim_core::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, Revision, Store};
 
 use super::config::EtcdConfig;
 use crate::fingerprint::Hashed;

@@ -12,7 +12,7 @@
 //! a tick would only renew every lease by one tick, a stutter step that leaves the protocol as
 //! it was; skipping it keeps the state space finite and makes "no action enabled" mean "stuck".
 
-use coordsim_sim::store::{Command, RevokeReason};
+use coordsim_core::store::{Command, RevokeReason};
 
 use super::client;
 use super::config::EtcdConfig;

@@ -2,7 +2,7 @@
 //! and is notified by the first delete at or after it. The model asks the shipped store for the
 //! events (`Store::events`, what the server's watch long-poll reads) after every write.
 
-use coordsim_sim::store::{EventKind, KeyRange, Revision, Store};
+use coordsim_core::store::{EventKind, KeyRange, Revision, Store};
 
 use super::state::{Phase, State};
 

@@ -5,9 +5,9 @@
 //! goes back into the recipe. The bug switches are the recipe's own (`ZkLockConfig`), so the
 //! buggy variants run shipped code too.
 
-use coordsim_sim::recipe::zk_lock::{ZkLock, ZkLockConfig, ZkLockInput, ZkLockStep};
-use coordsim_sim::store::{Command, CommandResponse, RevokeReason};
-use coordsim_sim::zk::{ANY_VERSION, CreateMode, ZkOp, ZkOpResult, ZkWrite, tree};
+use coordsim_core::recipe::zk_lock::{ZkLock, ZkLockConfig, ZkLockInput, ZkLockStep};
+use coordsim_core::store::{Command, CommandResponse, RevokeReason};
+use coordsim_core::zk::{ANY_VERSION, CreateMode, ZkOp, ZkOpResult, ZkWrite, tree};
 
 use super::LOCK;
 use super::state::{End, Phase, State};

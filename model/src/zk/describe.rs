@@ -2,8 +2,8 @@
 //! `exists`, `delete`, a watch firing, a session closing), with the lock's `belief start` and
 //! `belief end`.
 
-use coordsim_sim::recipe::zk_lock::ZkLockStep;
-use coordsim_sim::zk::{WatchKind, tree};
+use coordsim_core::recipe::zk_lock::ZkLockStep;
+use coordsim_core::zk::{WatchKind, tree};
 
 use super::state::{End, Phase, State};
 use super::{Action, LOCK};

@@ -2,9 +2,9 @@
 //! sans-IO cores.
 //!
 //! **Abstracts** the simulator's ZooKeeper service and clients for one lock node `/lock`: the
-//! servers' replicated state is one `coordsim_sim::store::Store` seen through its ZooKeeper view
-//! (`coordsim_sim::zk`: znodes are keys, sessions are leases, the zxid is the revision), each
-//! client runs the shipped recipe `coordsim_sim::recipe::zk_lock::ZkLock` (the code the
+//! servers' replicated state is one `coordsim_core::store::Store` seen through its ZooKeeper view
+//! (`coordsim_core::zk`: znodes are keys, sessions are leases, the zxid is the revision), each
+//! client runs the shipped recipe `coordsim_core::recipe::zk_lock::ZkLock` (the code the
 //! simulator's clients run, sim/src/client/zk_lock.rs), and watches fire by the shipped rules
 //! (`zk::watch::fired` over the store's events). The model only moves messages: each request
 //! the recipe asks for is answered by the store in one step (client.rs); a watch is notified
@@ -33,7 +33,7 @@ mod describe;
 pub mod state;
 mod watch;
 
-use coordsim_sim::recipe::zk_lock::{ZkLockConfig, ZkLockStep};
+use coordsim_core::recipe::zk_lock::{ZkLockConfig, ZkLockStep};
 use stateright::{Model, Property};
 
 use crate::checked::{self, CheckedModel, Expectation};

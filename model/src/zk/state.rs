@@ -3,9 +3,9 @@
 //! `ZkLock`) and where it stands, and a monitor that remembers what the `always` properties
 //! must never see.
 
-use coordsim_sim::recipe::zk_lock::{ZkLock, ZkLockStep};
-use coordsim_sim::store::{Command, CommandResponse, LeaseId, Revision, Store};
-use coordsim_sim::zk::{CreateMode, ZkOp, ZkWrite, tree};
+use coordsim_core::recipe::zk_lock::{ZkLock, ZkLockStep};
+use coordsim_core::store::{Command, CommandResponse, LeaseId, Revision, Store};
+use coordsim_core::zk::{CreateMode, ZkOp, ZkWrite, tree};
 
 use super::LOCK;
 use crate::fingerprint::Hashed;

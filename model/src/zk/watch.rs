@@ -2,9 +2,9 @@
 //! changes after `after`, and the shipped ZooKeeper rules (`zk::watch::fired`) say which of them
 //! fire it. The model looks again after every write, as the server's watch long-poll does.
 
-use coordsim_sim::recipe::zk_lock::ZkLockStep;
-use coordsim_sim::store::Store;
-use coordsim_sim::zk::watch;
+use coordsim_core::recipe::zk_lock::ZkLockStep;
+use coordsim_core::store::Store;
+use coordsim_core::zk::watch;
 
 use super::state::{Phase, State};
 

@@ -20,48 +20,13 @@
 //! checkers read true time.
 
 pub mod registry;
-mod schedule;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use schedule::{ClockChange, ClockSchedule, NodeSchedule, RATE_MAX_PPM, RATE_MIN_PPM, RATE_ONE_PPM};
-
-/// Which of a node's clocks a reading or a timer uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClockKind {
-    /// Steps with every jump: `CLOCK_REALTIME`, `SystemTime::now`, `System.currentTimeMillis`.
-    Wall,
-    /// Never jumps; follows rate changes: `CLOCK_MONOTONIC`, `Instant::now`, `System.nanoTime`.
-    #[default]
-    Monotonic,
-}
-
-/// A node's local time, ns since the start of the run by that node's clock (negative for a
-/// clock set behind).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct LocalTime(pub i64);
-
-impl LocalTime {
-    pub fn plus_ms(self, ms: u64) -> LocalTime {
-        self.plus(Duration::from_millis(ms))
-    }
-
-    pub fn plus(self, duration: Duration) -> LocalTime {
-        LocalTime(self.0.saturating_add(duration.as_nanos().min(i64::MAX as u128) as i64))
-    }
-
-    /// Time from `self` until `later`, zero if `later` is not after `self`.
-    pub fn until(self, later: LocalTime) -> Duration {
-        Duration::from_nanos(later.0.saturating_sub(self.0).max(0) as u64)
-    }
-
-    /// Whole milliseconds from `self` until `later`, 0 if `later` is not after `self`.
-    pub fn ms_until(self, later: LocalTime) -> u64 {
-        self.until(later).as_millis() as u64
-    }
-}
+pub use coordsim_core::clock::{
+    ClockChange, ClockKind, ClockSchedule, LocalTime, NodeSchedule, RATE_MAX_PPM, RATE_MIN_PPM, RATE_ONE_PPM,
+};
 
 /// One node's two clocks, anchored at the run's start. `now`, `sleep` and `sleep_until` use the
 /// monotonic clock, as `Instant` and tokio do; `wall_now` reads the wall clock.

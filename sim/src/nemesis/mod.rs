@@ -6,8 +6,7 @@
 //! Clock faults change nothing here: a node's whole clock schedule is fixed before the run
 //! (`plan::clock_schedule`); the nemesis only records when they happen.
 
-pub mod links;
-pub mod plan;
+pub use coordsim_core::nemesis::{links, plan};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

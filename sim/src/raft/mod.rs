@@ -8,8 +8,6 @@ mod log_store;
 mod network;
 mod state_machine;
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::rt::MadsimRuntime;
@@ -45,22 +43,3 @@ pub type Entry = openraft::alias::EntryOf<TypeConfig>;
 pub type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
 pub type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
 pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, StoreSnapshot>;
-
-impl fmt::Display for Command {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Command::Put(put) => write!(f, "put {:?} lease={}", put.key, put.lease),
-            Command::DeleteRange(delete) => write!(f, "delete {:?}", delete.range),
-            Command::Txn(txn) => {
-                write!(f, "txn compares={} then={} else={}", txn.compare.len(), txn.success.len(), txn.failure.len())
-            }
-            Command::LeaseGrant { id, ttl_ms } => write!(f, "lease-grant id={id} ttl_ms={ttl_ms}"),
-            Command::LeaseRevoke { id, reason } => {
-                write!(f, "lease-revoke id={id} reason={reason:?}")
-            }
-            Command::Compact { revision } => write!(f, "compact revision={revision}"),
-            Command::LeaseCheckpoint { checkpoints } => write!(f, "lease-checkpoint leases={}", checkpoints.len()),
-            Command::Zk(write) => write!(f, "zk session={} ops={}", write.session, write.ops.len()),
-        }
-    }
-}

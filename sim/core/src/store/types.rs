@@ -327,3 +327,23 @@ pub struct Lease {
     #[serde(default)]
     pub remaining_ms: Option<u64>,
 }
+
+/// One line for logs (openraft prints the entries it replicates).
+impl std::fmt::Display for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Command::Put(put) => write!(f, "put {:?} lease={}", put.key, put.lease),
+            Command::DeleteRange(delete) => write!(f, "delete {:?}", delete.range),
+            Command::Txn(txn) => {
+                write!(f, "txn compares={} then={} else={}", txn.compare.len(), txn.success.len(), txn.failure.len())
+            }
+            Command::LeaseGrant { id, ttl_ms } => write!(f, "lease-grant id={id} ttl_ms={ttl_ms}"),
+            Command::LeaseRevoke { id, reason } => {
+                write!(f, "lease-revoke id={id} reason={reason:?}")
+            }
+            Command::Compact { revision } => write!(f, "compact revision={revision}"),
+            Command::LeaseCheckpoint { checkpoints } => write!(f, "lease-checkpoint leases={}", checkpoints.len()),
+            Command::Zk(write) => write!(f, "zk session={} ops={}", write.session, write.ops.len()),
+        }
+    }
+}
