@@ -9,7 +9,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::zookeeper_client::{Acls, Client, CreateMode, Error, SessionState, StateWatcher};
-use crate::{Effects, first_of, time};
+use crate::{Effects, first_of, time, zookeeper_sessions};
 
 pub const LATCH: &str = "/latch";
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
@@ -17,14 +17,13 @@ pub const WORK_EVERY: Duration = Duration::from_millis(200);
 
 /// Runs one candidate for ever. `fixed`: leadership ends when the session is suspended.
 pub async fn run(cluster: String, name: String, fixed: bool, effects: impl Effects) {
-    loop {
-        let connected = Client::connector().with_session_timeout(SESSION_TIMEOUT).connect(&cluster).await;
-        if let Ok(zk) = connected {
+    zookeeper_sessions(&cluster, SESSION_TIMEOUT, |zk| {
+        let (name, effects) = (name.clone(), effects.clone());
+        async move {
             let _ = one_session(&zk, &name, fixed, &effects).await;
-            zk.close();
         }
-        time::sleep(Duration::from_secs(1)).await;
-    }
+    })
+    .await;
 }
 
 async fn one_session(zk: &Client, name: &str, fixed: bool, effects: &impl Effects) -> Result<(), Error> {

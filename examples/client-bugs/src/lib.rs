@@ -57,3 +57,32 @@ pub async fn first_of<A: Future, B: Future>(a: A, b: B) -> Option<A::Output> {
         futures::future::Either::Right(_) => None,
     }
 }
+
+/// Keeps `lease` alive with a keepalive every second, for as long as the task runs (the answers
+/// are read and dropped: callers that care about them keep their own loop).
+pub async fn renew_every_second(mut client: etcd_client::Client, lease: i64) {
+    let Ok((mut keeper, mut answers)) = client.lease_keep_alive(lease).await else { return };
+    loop {
+        let _ = keeper.keep_alive().await;
+        let _ = time::timeout(std::time::Duration::from_secs(1), answers.message()).await;
+        time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
+/// Runs `session` on one ZooKeeper session after another, for ever: connect with
+/// `session_timeout`, run it, close the session, wait a second.
+pub async fn zookeeper_sessions<F, Fut>(cluster: &str, session_timeout: std::time::Duration, mut session: F)
+where
+    F: FnMut(zookeeper_client::Client) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    loop {
+        let connected =
+            zookeeper_client::Client::connector().with_session_timeout(session_timeout).connect(cluster).await;
+        if let Ok(zk) = connected {
+            session(zk.clone()).await;
+            zk.close();
+        }
+        time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::etcd_client::{Client, Compare, CompareOp, ConnectOptions, LockOptions, Txn, TxnOp};
-use crate::{Effects, task, time};
+use crate::{Effects, renew_every_second, task, time};
 
 pub const LOCK: &str = "/jobs/stale-unlock";
 /// Writes per hold, and the time between them.
@@ -26,7 +26,7 @@ pub async fn run(endpoints: Vec<String>, name: String, fixed: bool, effects: imp
     let quick = Some(ConnectOptions::new().with_timeout(UNLOCK_TIMEOUT));
     let Ok(unlocker) = Client::connect(&endpoints, quick).await else { return };
     let Ok(lease) = client.lease_grant(10, None).await.map(|g| g.id()) else { return };
-    let _renewals = task::spawn(renew(client.clone(), lease));
+    let _renewals = task::spawn(renew_every_second(client.clone(), lease));
     loop {
         let Ok(held) = client.lock(LOCK, Some(LockOptions::new().with_lease(lease))).await else {
             time::sleep(WORK_EVERY).await;
@@ -59,14 +59,5 @@ async fn unlock(mut client: Client, key: Vec<u8>, token: i64, fixed: bool) -> Re
         client.txn(txn).await.map(|_| ())
     } else {
         client.delete(key, None).await.map(|_| ())
-    }
-}
-
-async fn renew(mut client: Client, lease: i64) {
-    let Ok((mut keeper, mut answers)) = client.lease_keep_alive(lease).await else { return };
-    loop {
-        let _ = keeper.keep_alive().await;
-        let _ = time::timeout(Duration::from_secs(1), answers.message()).await;
-        time::sleep(Duration::from_secs(1)).await;
     }
 }

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use crate::etcd_client::{Client, LockOptions};
-use crate::{Effects, task, time};
+use crate::{Effects, renew_every_second, task, time};
 
 pub const LOCK: &str = "/jobs/watchdog";
 pub const TTL_S: i64 = 3;
@@ -23,7 +23,7 @@ pub async fn run(endpoints: Vec<String>, name: String, failing: bool, fixed: boo
     loop {
         let Ok(mut client) = Client::connect(&endpoints, None).await else { return };
         let Ok(lease) = client.lease_grant(TTL_S, None).await.map(|g| g.id()) else { return };
-        let watchdog = task::spawn(renew(client.clone(), lease));
+        let watchdog = task::spawn(renew_every_second(client.clone(), lease));
         let Ok(held) = client.lock(LOCK, Some(LockOptions::new().with_lease(lease))).await else {
             watchdog.abort();
             continue;
@@ -50,14 +50,5 @@ pub async fn run(endpoints: Vec<String>, name: String, failing: bool, fixed: boo
         let _ = client.unlock(held.key()).await;
         watchdog.abort();
         let _ = client.lease_revoke(lease).await;
-    }
-}
-
-async fn renew(mut client: Client, lease: i64) {
-    let Ok((mut keeper, mut answers)) = client.lease_keep_alive(lease).await else { return };
-    loop {
-        let _ = keeper.keep_alive().await;
-        let _ = time::timeout(Duration::from_secs(1), answers.message()).await;
-        time::sleep(Duration::from_secs(1)).await;
     }
 }

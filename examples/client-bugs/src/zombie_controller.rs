@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::zookeeper_client::{Acls, Client, CreateMode, Error};
-use crate::{Effects, time};
+use crate::{Effects, time, zookeeper_sessions};
 
 pub const CONTROLLER: &str = "/controller";
 pub const EPOCH: &str = "/controller_epoch";
@@ -19,14 +19,13 @@ pub const WORK_EVERY: Duration = Duration::from_millis(200);
 /// Runs one broker for ever: a session, the controller election, the controller's writes.
 /// `fixed`: a write the store refuses (a newer epoch wrote) makes the controller resign.
 pub async fn run(cluster: String, name: String, fixed: bool, effects: impl Effects) {
-    loop {
-        let connected = Client::connector().with_session_timeout(SESSION_TIMEOUT).connect(&cluster).await;
-        if let Ok(zk) = connected {
+    zookeeper_sessions(&cluster, SESSION_TIMEOUT, |zk| {
+        let (name, effects) = (name.clone(), effects.clone());
+        async move {
             let _ = one_session(&zk, &name, fixed, &effects).await;
-            zk.close();
         }
-        time::sleep(Duration::from_secs(1)).await;
-    }
+    })
+    .await;
 }
 
 async fn one_session(zk: &Client, name: &str, fixed: bool, effects: &impl Effects) -> Result<(), Error> {
