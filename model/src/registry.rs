@@ -171,7 +171,7 @@ pub const MODELS: &[ModelInfo] = &[
         summary: "leaders by majority vote per term, writing with the term as the token to a fenced resource",
         abstracts: "term-based leader election (Raft's vote rule) with fencing by epoch",
         shared: "resource::Resource only: the election runs inside openraft's async code and its recipe core is being \
-                 written in sim/src/recipe/",
+                 written in sim/core/src/recipe/",
         leaves_out: "logs and the up-to-date vote check, heartbeats, message loss (a node not yet asked is partitioned), \
                      restarts, time",
         clients_default: 3,

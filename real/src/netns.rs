@@ -13,7 +13,7 @@ use std::io::Write;
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 
-/// A directed link: packets from `.0` to `.1` are dropped (sim/src/nemesis/links.rs's `Link`).
+/// A directed link: packets from `.0` to `.1` are dropped (sim/core/src/nemesis/links.rs's `Link`).
 pub use coordsim_sim::nemesis::links::Link;
 
 pub const IP: &str = "/usr/sbin/ip";

@@ -1,4 +1,4 @@
-//! Bug switches by name: the fields of [`Bugs`] (sim/src/scenario.rs), read through serde so that
+//! Bug switches by name: the fields of [`Bugs`] (sim/core/src/scenario.rs), read through serde so that
 //! a switch added there is known here without a list to keep in step. A switch's swarm scenario
 //! (`scenarios/library/swarm-<switch>.toml`, the switch's name with `-` for `_`) is what
 //! `coordsim sweep` runs with the switch on and off.

@@ -1,7 +1,7 @@
 //! Lease liveness: a lease whose owner stopped renewing it expires in bounded time
 //! (docs/cases/04; the mirror of `lease_safety`, which says it never expires too early).
 //!
-//! The rule, as the service is designed (sim/src/lessor.rs and server.rs, like etcd's lessor):
+//! The rule, as the service is designed (sim/core/src/lessor.rs and server.rs, like etcd's lessor):
 //! - The leader renews a lease when a keepalive reaches it, so the last renewal is no later than
 //!   the completion (`ok` or `info`) of the last keepalive that may have reached it; a keepalive
 //!   that never completed may have reached it until its client crashed (or the run ended); one in

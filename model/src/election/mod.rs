@@ -10,7 +10,7 @@
 //! leader fencing exists for. The resource is the shipped `coordsim_core::resource::Resource`.
 //!
 //! **Not built on a shared core, and why**: the simulator's election is openraft's, inside
-//! async code, and the election recipe core (sim/src/recipe/) is being written now; this is the
+//! async code, and the election recipe core (sim/core/src/recipe/) is being written now; this is the
 //! smallest model of the rule that matters here (one vote per node per term).
 //!
 //! **Leaves out**: logs and the up-to-date check on votes (no log here), heartbeats, message

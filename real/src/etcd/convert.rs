@@ -1,4 +1,4 @@
-//! Our store's request and response types (sim/src/store/types.rs, which the recipe cores speak)
+//! Our store's request and response types (sim/core/src/store/types.rs, which the recipe cores speak)
 //! to and from etcd's gRPC API, so that real etcd runs the very recipe cores the simulator runs.
 //! Only what the recipes use is translated; anything else is refused by name rather than sent
 //! half-translated.

@@ -1,6 +1,6 @@
 //! The etcd side of a client process: a session (a lease with keepalives, as etcd clientv3's
 //! concurrency.Session) and the lock recipes. The etcd mutex, the compare-and-swap lock and the
-//! semaphore are the simulator's sans-IO cores (sim/src/recipe/), their requests translated by
+//! semaphore are the simulator's sans-IO cores (sim/core/src/recipe/), their requests translated by
 //! [`convert`]; etcd-lock-api and etcd-election call etcd's own Lock (v3lock) and Election
 //! (v3election) services, as the simulated ones do.
 

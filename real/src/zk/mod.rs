@@ -1,6 +1,6 @@
 //! The ZooKeeper side of a client process: a session (zookeeper-client's connection, which pings
 //! and reconnects by itself) and the lock recipes: the simulator's sans-IO `ZkLock` core
-//! (sim/src/recipe/zk_lock.rs: queue lock, herd lock, election) driven over a real ensemble.
+//! (sim/core/src/recipe/zk_lock.rs: queue lock, herd lock, election) driven over a real ensemble.
 //!
 //! A watch on a real server is armed by the read that sets it, so the driver sets it there: the
 //! queue lock's `exists(predecessor)` arms a data watch, the herd lock's listing a child watch,
