@@ -21,9 +21,9 @@
 //! ```
 //!
 //! Determinism: each seed runs in a fresh madsim runtime on a fresh thread; your code's time,
-//! randomness (use `madsim::rand`) and task order come from the seed. Same seed, same history
+//! randomness (use `coordsim::rand`) and task order come from the seed. Same seed, same history
 //! bytes. Code that reads the OS clock, starts threads or uses real tokio breaks that (and real
-//! tokio's timers panic inside the simulation): use [`crate::time`] and `madsim::task::spawn`.
+//! tokio's timers panic inside the simulation): use [`crate::time`] and [`crate::task::spawn`].
 
 mod checker;
 mod ctx;
