@@ -23,7 +23,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use coordsim_sim::clock::LocalTime;
-use coordsim_sim::clock::registry;
+use coordsim_sim::node;
 
 /// A reading of the node's monotonic clock (ns since the run began by that clock, offset by its
 /// `[[clock]]` offset), like `tokio::time::Instant`.
@@ -33,7 +33,7 @@ pub struct Instant(LocalTime);
 impl Instant {
     /// The node's monotonic clock now.
     pub fn now() -> Instant {
-        Instant(registry::monotonic_now())
+        Instant(node::monotonic_now())
     }
 
     /// Time from `earlier` to `self`; zero if `earlier` is later (as tokio's, which saturates).
@@ -116,7 +116,7 @@ pub struct Sleep {
 
 impl Sleep {
     fn new(deadline: Instant) -> Sleep {
-        Sleep { deadline, timer: registry::current().sleep_until(deadline.0) }
+        Sleep { deadline, timer: node::clock().sleep_until(deadline.0) }
     }
 
     /// When the sleep ends, by the node's monotonic clock.

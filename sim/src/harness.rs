@@ -16,10 +16,10 @@ use coordsim_checker::history::{History, NodeRole, WhichClock};
 use madsim::runtime::{Handle, Runtime};
 
 use crate::client::ClientDeadline;
-use crate::clock::{Clock, registry};
+use crate::clock::Clock;
 use crate::kv_workload::{KvPlan, KvRole, run_kv_client};
 use crate::nemesis::{self, Member, Topology};
-use crate::netfault;
+use crate::node;
 use crate::observers::{ObserversPlan, run_observers};
 use crate::raft::Durable;
 use crate::recorder::{Limits, Recorder, Stopped};
@@ -117,11 +117,10 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
     let (recorder, stopped) = Recorder::with_limits(&scenario.name, seed, epoch, limits);
     let plan = nemesis::plan::plan(&scenario, seed);
 
-    // Every node's clock is fixed before any node starts: openraft finds them by node name.
     let clock_of = |name: &str| Clock::new(epoch, nemesis::plan::clock_schedule(&scenario, &plan, name));
     let names: Vec<String> = scenario.server_names().into_iter().chain(scenario.client_names()).collect();
-    registry::install(epoch, names.iter().map(|name| (name.clone(), clock_of(name))).collect());
-    netfault::reset();
+    // Held to the end of the run: the node registry lives exactly as long.
+    let _nodes = node::install(epoch);
 
     let mut topology = Topology::default();
     let members: BTreeMap<u64, SocketAddr> =
@@ -296,6 +295,19 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
             ip: observers_addr().ip(),
             durable: None,
         });
+    }
+
+    // Every node is registered with its clock before any of its tasks runs (none has: nothing
+    // above awaits): openraft finds its clock through the registry. The resource and the
+    // observers keep true time.
+    for member in &topology.servers {
+        node::bind(member.id, &member.name, clock_of(&member.name));
+    }
+    for member in &topology.clients {
+        node::bind(member.id, &member.name, clock_of(&member.name));
+    }
+    for member in &topology.others {
+        node::bind(member.id, &member.name, Clock::true_time(epoch));
     }
 
     for name in &names {

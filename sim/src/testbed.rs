@@ -15,7 +15,8 @@ use coordsim_checker::history::NodeRole;
 use madsim::runtime::{Handle, Runtime};
 
 use crate::client::Client;
-use crate::clock::{Clock, registry};
+use crate::clock::Clock;
+use crate::node;
 use crate::raft::Durable;
 use crate::recorder::Recorder;
 use crate::scenario::Bugs;
@@ -44,10 +45,7 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
         let epoch = Instant::now();
         let recorder = Recorder::new("testbed", seed, epoch);
         let clients = scripts.len();
-        let names: Vec<String> =
-            (1..=servers).map(|i| format!("s{i}")).chain((1..=clients).map(|i| format!("c{i}"))).collect();
-        registry::install(epoch, names.iter().map(|name| (name.clone(), Clock::true_time(epoch))).collect());
-        crate::netfault::reset();
+        let _nodes = node::install(epoch);
         let addr = |id: u64| SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id as u8)), SERVER_PORT);
         let members: BTreeMap<u64, SocketAddr> = (1..=servers as u64).map(|id| (id, addr(id))).collect();
         for &id in members.keys() {
@@ -64,12 +62,14 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
             let durable = Arc::new(Mutex::new(Durable::new(true)));
             let (clock, rec) = (Clock::true_time(epoch), recorder.clone());
             recorder.add_node(&spec.name, NodeRole::Server);
-            handle
+            let name = spec.name.clone();
+            let server = handle
                 .create_node()
-                .name(spec.name.clone())
+                .name(name.clone())
                 .ip(addr(id).ip())
                 .init(move || serve(spec.clone(), durable.clone(), clock.clone(), rec.clone()))
                 .build();
+            node::bind(server.id(), &name, Clock::true_time(epoch));
         }
         madsim::time::sleep(Duration::from_secs(2)).await;
         let results: Arc<Mutex<Vec<Option<T>>>> = Arc::new(Mutex::new((0..clients).map(|_| None).collect()));
@@ -77,8 +77,10 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
         for (index, script) in scripts.into_iter().enumerate() {
             let ip = IpAddr::V4(Ipv4Addr::new(10, 0, 1, index as u8 + 1));
             let (servers_list, results, recorder) = (servers_list.clone(), results.clone(), recorder.clone());
-            let node = handle.create_node().name(format!("c{}", index + 1)).ip(ip).build();
-            node.spawn(async move {
+            let name = format!("c{}", index + 1);
+            let client = handle.create_node().name(name.clone()).ip(ip).build();
+            node::bind(client.id(), &name, Clock::true_time(epoch));
+            client.spawn(async move {
                 let clock = Clock::true_time(epoch);
                 let client = Client::connect(SocketAddr::new(ip, 7000), servers_list, clock)
                     .await

@@ -30,8 +30,6 @@ mod lock;
 mod maintenance;
 mod watch;
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -109,21 +107,16 @@ impl ConnectOptions {
     }
 }
 
-thread_local! {
-    /// The client nodes of the run on this thread, by name: how `Client::connect`, which takes
-    /// only endpoints, finds the node calling it. Each seed runs on a fresh thread.
-    static NODES: RefCell<BTreeMap<String, ClientEnv>> = const { RefCell::new(BTreeMap::new()) };
-}
-
-/// Makes `env` the context of the node it names (called by the Testbed as the node starts).
+/// Makes `env` the context of the running node (called by the Testbed as the node starts): it
+/// lives in the run's node registry, which ends with the run.
 pub(crate) fn register_node(env: &ClientEnv) {
-    NODES.with(|nodes| nodes.borrow_mut().insert(env.name.clone(), env.clone()));
+    let attached = coordsim_sim::node::attach(env.clone());
+    assert!(attached, "a Testbed client node ({}) is registered by the run", env.name);
 }
 
 /// The context of the node running the current task.
 pub(crate) fn current_node() -> Option<ClientEnv> {
-    let name = coordsim_sim::node::current_node_name()?;
-    NODES.with(|nodes| nodes.borrow().get(&name).cloned())
+    coordsim_sim::node::attached::<ClientEnv>()
 }
 
 /// A client's connection to the cluster, shared by its sub-clients: the simulator's client

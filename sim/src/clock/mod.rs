@@ -19,8 +19,6 @@
 //! rate changes ([`ClockSchedule`]). Rates are bounded to [0.1×, 10×]. Only the recorder and the
 //! checkers read true time.
 
-pub mod registry;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

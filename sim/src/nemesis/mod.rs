@@ -20,7 +20,7 @@ use madsim::rand::Rng;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 
-use crate::netfault;
+use crate::node;
 use crate::recorder::Recorder;
 use crate::rpc::ClientReply;
 use crate::scenario::ReplyKind;
@@ -132,7 +132,7 @@ enum Undo {
     Loss(u64),
     Latency(u64),
     Replies(Vec<NodeId>, u64),
-    Delay(String, IpAddr, Duration),
+    Delay(NodeId, IpAddr, Duration),
 }
 
 impl Nemesis {
@@ -257,12 +257,12 @@ impl Nemesis {
                 }
             }
             Fault::LinkDelay { from, to, delay } => {
-                let to_ip = self.topology.member(to).ip;
-                netfault::add_delay(from, to_ip, *delay);
+                let (from_id, to_ip) = (self.topology.member(from).id, self.topology.member(to).ip);
+                node::add_delay(from_id, to_ip, *delay);
                 Applied {
                     targets: vec![from.clone(), to.clone()],
                     detail: format!("{from} -> {to} delayed {} ms", delay.as_millis()),
-                    undo: Undo::Delay(from.clone(), to_ip, *delay),
+                    undo: Undo::Delay(from_id, to_ip, *delay),
                 }
             }
         }
@@ -382,7 +382,7 @@ impl Nemesis {
                     }
                 }
             }
-            Undo::Delay(from, to, delay) => netfault::remove_delay(&from, to, delay),
+            Undo::Delay(from, to, delay) => node::remove_delay(from, to, delay),
         }
     }
 }

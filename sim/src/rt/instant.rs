@@ -4,7 +4,8 @@
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
 
-use crate::clock::{LocalTime, registry};
+use crate::clock::LocalTime;
+use crate::node;
 
 /// Local time of the node that created it, in ns. Only meaningful on that node: openraft never
 /// sends instants between nodes.
@@ -13,7 +14,7 @@ pub struct NodeInstant(pub(crate) LocalTime);
 
 impl openraft_rt::Instant for NodeInstant {
     fn now() -> Self {
-        NodeInstant(registry::monotonic_now())
+        NodeInstant(node::monotonic_now())
     }
 }
 

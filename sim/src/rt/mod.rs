@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use openraft_rt::{AsyncRuntime, OptionalSend};
 
-use crate::clock::registry;
+use crate::node;
 use rand::SeedableRng;
 
 pub use instant::NodeInstant;
@@ -67,7 +67,7 @@ impl AsyncRuntime for MadsimRuntime {
     }
 
     fn sleep_until(deadline: Self::Instant) -> Self::Sleep {
-        registry::current().sleep_until(deadline.0)
+        node::clock().sleep_until(deadline.0)
     }
 
     fn timeout<R, F: Future<Output = R> + OptionalSend>(duration: Duration, future: F) -> Self::Timeout<R, F> {
