@@ -12,14 +12,15 @@
 //! and what comes back by the delay of the link back. The orchestrator's own connections (leader
 //! and session polls, from outside the namespaces) are not delayed.
 //!
-//! Meaning, as in the simulator (sim/src/nemesis/mod.rs, sim/src/netfault.rs): `latency` draws
+//! Meaning, as in the simulator (sim/src/nemesis/mod.rs, sim/src/net.rs): `latency` draws
 //! each chunk's delay from its range on every link, the latest active fault winning; a
 //! `link-delay` adds its delay to one directed link, the longest active one counting. Unlike the
-//! simulator, the real network's own latency (well under a millisecond here) replaces madsim's
-//! default 1-10 ms when no fault is active, and a delay holds back a TCP stream's chunk, not an
-//! RPC message. A `link-delay` from A to B delays every byte A sends B, where the simulator
-//! delays only the requests A sends B: the same on the client-to-server links the library's
-//! scenarios slow down, not on server-to-server links (replies on connections B opened).
+//! simulator, the real network's own latency (well under a millisecond here) replaces the
+//! simulator's link latency (1-10 ms per message) when no fault is active, and a delay holds back
+//! a TCP stream's chunk, not an RPC message. A `link-delay` from A to B delays every byte A
+//! sends B, where the simulator delays only the requests A sends B: the same on the
+//! client-to-server links the library's scenarios slow down, not on server-to-server links
+//! (replies on connections B opened).
 //!
 //! Control: the proxy listens on a Unix socket in the run's folder (reachable from every
 //! namespace); the orchestrator connects once, reads `port N` (where the proxy listens on

@@ -50,5 +50,5 @@ pub mod rand {
 }
 
 /// The simulator itself, for what the modules above do not cover (`madsim::runtime::Runtime`
-/// for `check_determinism`, `madsim::net`).
+/// for `check_determinism`).
 pub use madsim;

@@ -19,6 +19,7 @@ use crate::client::ClientDeadline;
 use crate::clock::Clock;
 use crate::kv_workload::{KvPlan, KvRole, run_kv_client};
 use crate::nemesis::{self, Member, Topology};
+use crate::net;
 use crate::node;
 use crate::observers::{ObserversPlan, run_observers};
 use crate::raft::Durable;
@@ -121,6 +122,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
     let names: Vec<String> = scenario.server_names().into_iter().chain(scenario.client_names()).collect();
     // Held to the end of the run: the node registry lives exactly as long.
     let _nodes = node::install(epoch);
+    net::install(net::LinkLatency::MADSIM);
 
     let mut topology = Topology::default();
     let members: BTreeMap<u64, SocketAddr> =

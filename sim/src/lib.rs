@@ -9,7 +9,7 @@ pub mod clock;
 pub mod harness;
 pub mod kv_workload;
 pub mod nemesis;
-pub mod netfault;
+pub mod net;
 pub mod node;
 pub mod observers;
 pub mod raft;

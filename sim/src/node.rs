@@ -1,13 +1,13 @@
 //! The run's nodes: which simulated node the running task belongs to, and what coordsim keeps per
 //! node for code that reaches it through static functions (openraft's `Instant::now()`, the
-//! transport's link delays, `etcd::Client::connect`, which takes only endpoints).
+//! simulated network, `etcd::Client::connect`, which takes only endpoints).
 //!
 //! The node comes from madsim's task context ([`madsim::plugin::node`]: a thread-local read, where
 //! a host-name look-up cost a `gethostname` call, a `String` and a string-keyed map search on every
-//! clock read and RPC). What is kept per node, and per run, lives in a registry that belongs to
-//! the run: the run's [`install`] returns a [`RunNodes`] guard that it holds, and the registry is
-//! emptied when the guard is dropped (the run ended, failed or was abandoned), so no state is
-//! reset by hand and none outlives its run.
+//! clock read and RPC). What is kept per node, and per run (the simulated network, `crate::net`),
+//! lives in a registry that belongs to the run: the run's [`install`] returns a [`RunNodes`]
+//! guard that it holds, and the registry is emptied when the guard is dropped (the run ended,
+//! failed or was abandoned), so no state is reset by hand and none outlives its run.
 //!
 //! Why not madsim's own per-runtime state, a `madsim::plugin::Simulator`: a plugin is registered on
 //! a `Runtime` before `block_on` (`Runtime::add_simulator`, madsim 0.2.34
@@ -18,8 +18,7 @@
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use madsim::task::NodeId;
 
@@ -29,8 +28,6 @@ use crate::clock::{Clock, LocalTime};
 struct Node {
     name: String,
     clock: Clock,
-    /// Receiving node's address → delays of the active link-delay faults on that link.
-    delays: BTreeMap<IpAddr, Vec<Duration>>,
     /// Values the layers above attach to the node, by type (see [`attach`]).
     attached: BTreeMap<TypeId, Box<dyn Any>>,
 }
@@ -88,7 +85,7 @@ pub fn install(epoch: Instant) -> RunNodes {
 /// `NodeBuilder::build`, before the node's first task runs.
 pub fn bind(id: NodeId, name: &str, clock: Clock) {
     with_run(|run| {
-        let node = Node { name: name.to_string(), clock, delays: BTreeMap::new(), attached: BTreeMap::new() };
+        let node = Node { name: name.to_string(), clock, attached: BTreeMap::new() };
         let previous = run.expect("node::bind outside a run: call node::install first").nodes.insert(id, node);
         assert!(previous.is_none(), "node {id} ({name}) bound twice");
     });
@@ -174,32 +171,4 @@ pub fn with_run_attached<T: Any, R>(f: impl FnOnce(&mut T) -> R) -> Option<R> {
 /// The running task's node id, inside an installed run.
 pub fn current() -> Option<NodeId> {
     current_id()
-}
-
-/// A link-delay fault starts on the link from node `from` to address `to`.
-pub fn add_delay(from: NodeId, to: IpAddr, delay: Duration) {
-    with_run(|run| {
-        let node = run.and_then(|run| run.nodes.get_mut(&from)).expect("a link delay from a node of the run");
-        node.delays.entry(to).or_default().push(delay);
-    });
-}
-
-/// That fault ends.
-pub fn remove_delay(from: NodeId, to: IpAddr, delay: Duration) {
-    with_run(|run| {
-        let Some(node) = run.and_then(|run| run.nodes.get_mut(&from)) else { return };
-        if let Some(active) = node.delays.get_mut(&to) {
-            if let Some(position) = active.iter().position(|d| *d == delay) {
-                active.remove(position);
-            }
-            if active.is_empty() {
-                node.delays.remove(&to);
-            }
-        }
-    });
-}
-
-/// The delay the running node's messages to `to` currently suffer (the longest active one).
-pub fn delay_to(to: IpAddr) -> Option<Duration> {
-    with_current(|node| node?.delays.get(&to)?.iter().max().copied())
 }

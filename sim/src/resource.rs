@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use crate::net::Endpoint;
 use coordsim_checker::history::Event;
-use madsim::net::Endpoint;
 
 use crate::recorder::Recorder;
 use crate::rpc::{ResourceReply, ResourceWrite};
@@ -19,7 +19,7 @@ pub const RESOURCE_PORT: u16 = 9000;
 pub async fn serve_resource(addr: SocketAddr, name: String, mode: ResourceMode, recorder: Recorder) {
     let endpoint = Endpoint::bind(addr).await.expect("the resource binds its own address");
     let resource = Arc::new(Mutex::new(Resource::new(mode)));
-    for _ in 0..crate::rpc::RECEIVE_LOOPS {
+    {
         let (resource, recorder, name) = (resource.clone(), recorder.clone(), name.clone());
         endpoint.add_rpc_handler(move |write: ResourceWrite| {
             let decision = resource.lock().expect("resource lock poisoned").write(write.token);

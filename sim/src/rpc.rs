@@ -9,21 +9,6 @@ use crate::store::{
 };
 use crate::zk::{Stat, WatchKind, WatchedEvent, ZkError, ZkOpError, ZkOpResult, ZkWrite};
 
-/// How many receive loops a server (and the resource) runs for client requests.
-///
-/// madsim's RPC server is one loop per request type, and each receive in it sleeps at least
-/// 1 ms of simulated time (`Endpoint::recv_from_raw` calls `rand_delay`, and madsim's `sleep`
-/// has a 1 ms minimum): one loop takes at most 1,000 requests per second. Past that, requests
-/// queue in the endpoint's mailbox, which hands them out by `swap_remove`, so under a backlog
-/// the newest goes first and an old one can wait for seconds. A hundred clients (watch polls,
-/// keepalives, a herd's txns) saturate one loop: replies came seconds late, a client retried a
-/// lock txn that had timed out, and the stale first attempt was applied 4 s later, after the
-/// client had released the lock (hundred-requests-etcd-cas stalled on 10 of 20 seeds). Real
-/// etcd serves tens of thousands of requests per second; several loops, each waiting in the
-/// mailbox, take every request as it arrives. 16 loops keep a server far from saturation at
-/// the library's largest scenarios (128 clients).
-pub const RECEIVE_LOOPS: usize = 16;
-
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ClientRequest {
     /// A write, replicated through the leader's log.

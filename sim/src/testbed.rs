@@ -16,6 +16,7 @@ use madsim::runtime::{Handle, Runtime};
 
 use crate::client::Client;
 use crate::clock::Clock;
+use crate::net;
 use crate::node;
 use crate::raft::Durable;
 use crate::recorder::Recorder;
@@ -46,6 +47,7 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
         let recorder = Recorder::new("testbed", seed, epoch);
         let clients = scripts.len();
         let _nodes = node::install(epoch);
+        net::install(net::LinkLatency::MADSIM);
         let addr = |id: u64| SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id as u8)), SERVER_PORT);
         let members: BTreeMap<u64, SocketAddr> = (1..=servers as u64).map(|id| (id, addr(id))).collect();
         for &id in members.keys() {

@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::net::Endpoint;
 use coordsim_checker::history::{Call, Event, Phase, Return};
-use madsim::net::Endpoint;
 
 use crate::client::election::{campaign, resign};
 use crate::client::redlock::Redlock;
@@ -16,7 +16,6 @@ use crate::client::{
     unlock_cas, unlock_zk,
 };
 use crate::clock::{Clock, ClockKind};
-use crate::netfault;
 use crate::recipe::zk_lock::ZkLockConfig;
 use crate::recorder::Recorder;
 use crate::rpc::{LeaderKey, ResourceReply, ResourceWrite};
@@ -310,7 +309,7 @@ async fn write(plan: &ClientPlan, endpoint: &Endpoint, recorder: &Recorder, toke
     let call = Call::Write { resource: resource.clone(), token, value: value.clone() };
     let op = recorder.invoke(&plan.name, call);
     let request = ResourceWrite { client: plan.name.clone(), token, value };
-    match netfault::call(endpoint, *addr, request, RESOURCE_TIMEOUT).await {
+    match endpoint.call(*addr, request, RESOURCE_TIMEOUT).await {
         Ok(ResourceReply::Accepted) => {
             recorder.ok(&plan.name, op, Return::Written);
             Some(true)

@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use coordsim_checker::history::{Call, Event, Phase, Return};
 use coordsim_sim::harness::ClientEnv;
-use coordsim_sim::netfault;
+use coordsim_sim::net::Endpoint;
 use coordsim_sim::rpc::{ResourceReply, ResourceWrite};
-use madsim::net::Endpoint;
 
 use crate::etcd;
 
@@ -88,7 +87,7 @@ impl Ctx {
             }
         };
         let request = ResourceWrite { client: self.env.name.clone(), token, value };
-        match netfault::call(&endpoint, *addr, request, RESOURCE_TIMEOUT).await {
+        match endpoint.call(*addr, request, RESOURCE_TIMEOUT).await {
             Ok(ResourceReply::Accepted) => {
                 recorder.ok(&self.env.name, op, Return::Written);
                 WriteOutcome::Accepted

@@ -13,10 +13,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::net::Endpoint;
+use crate::net::Endpoint;
 
 use crate::clock::{Clock, LocalTime};
-use crate::netfault;
 use crate::rpc::{ClientReply, ClientRequest, WatchBatch, WatchOptions};
 use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
 
@@ -105,7 +104,7 @@ impl Client {
             let index = *self.target.lock().expect("client lock poisoned");
             let (_, addr) = self.servers[index];
             let timeout = attempt_timeout.min(remaining(self.clock.now(), deadline)).max(Duration::from_millis(1));
-            match netfault::call(&self.endpoint, addr, request.clone(), timeout).await {
+            match self.endpoint.call(addr, request.clone(), timeout).await {
                 Ok(ClientReply::NotLeader { leader: Some(leader) }) if self.index_of(leader) != Some(index) => {
                     last = format!("redirected to s{leader}");
                     self.set_target(self.index_of(leader).unwrap_or(index));
@@ -183,8 +182,7 @@ impl Client {
         let first = madsim::rand::thread_rng().gen_range(0..self.servers.len());
         let (_, addr) = self.servers[first];
         let request = ClientRequest::Range { request, linearizable: true };
-        if let Ok(ClientReply::Range(result)) = netfault::call(&self.endpoint, addr, request.clone(), RPC_TIMEOUT).await
-        {
+        if let Ok(ClientReply::Range(result)) = self.endpoint.call(addr, request.clone(), RPC_TIMEOUT).await {
             return Ok(result);
         }
         match self.call(request, budget).await? {

@@ -24,12 +24,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::net::Endpoint;
 use coordsim_checker::history::{Call, Return};
-use madsim::net::Endpoint;
 use madsim::rand::Rng;
 
 use crate::clock::{Clock, ClockKind, LocalTime};
-use crate::netfault;
 use crate::recipe::redlock::{SERVER_TIMEOUT, quorum, validity_ms};
 use crate::recorder::Recorder;
 use crate::rpc::RedisRequest;
@@ -125,7 +124,7 @@ impl Redlock<'_> {
             reads: Vec::new(),
         };
         let op = self.recorder.invoke(self.node, call);
-        match netfault::call(self.endpoint, addr, request, SERVER_TIMEOUT).await {
+        match self.endpoint.call(addr, request, SERVER_TIMEOUT).await {
             Ok(answer) => {
                 let detail = match (method, answer) {
                     ("set", true) => "OK",

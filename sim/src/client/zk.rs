@@ -20,7 +20,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::Client;
-use crate::netfault;
 use crate::rpc::{ClientReply, ClientRequest, ZkReply, ZkRequest};
 use crate::store::{LeaseId, Revision, StoreError};
 use crate::zk::{CreateMode, Stat, WatchKind, WatchedEvent, ZkError, ZkOp, ZkOpResult, ZkWrite};
@@ -436,7 +435,7 @@ impl ZkClient {
     async fn call(&self, request: ClientRequest, timeout: Duration) -> Result<ClientReply, ZkCallError> {
         let index = *self.connected.lock().expect("zk client lock poisoned");
         let (_, addr) = self.client.servers[index];
-        let reply = netfault::call(self.client.endpoint(), addr, request, timeout).await;
+        let reply = self.client.endpoint().call(addr, request, timeout).await;
         let reason = match reply {
             Ok(
                 reply @ (ClientReply::Zk(_)

@@ -15,12 +15,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use coordsim_checker::history::{Event, FaultKind, Phase};
-use madsim::net::NetSim;
 use madsim::rand::Rng;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 
-use crate::node;
+use crate::net;
 use crate::recorder::Recorder;
 use crate::rpc::ClientReply;
 use crate::scenario::ReplyKind;
@@ -28,9 +27,6 @@ use plan::{Fault, Partition, PlannedFault, Target};
 
 /// The name under which the nemesis records its events.
 pub const NEMESIS: &str = "nemesis";
-
-/// madsim's default message latency, restored when the last latency fault ends.
-const DEFAULT_LATENCY: Range<Duration> = Duration::from_millis(1)..Duration::from_millis(10);
 
 /// A node the nemesis can aim at.
 #[derive(Clone, Debug)]
@@ -258,7 +254,7 @@ impl Nemesis {
             }
             Fault::LinkDelay { from, to, delay } => {
                 let (from_id, to_ip) = (self.topology.member(from).id, self.topology.member(to).ip);
-                node::add_delay(from_id, to_ip, *delay);
+                net::add_delay(from_id, to_ip, *delay);
                 Applied {
                     targets: vec![from.clone(), to.clone()],
                     detail: format!("{from} -> {to} delayed {} ms", delay.as_millis()),
@@ -317,7 +313,7 @@ impl Nemesis {
         let mut state = self.state();
         for link in &ids {
             if bump(&mut state.clogged, *link) {
-                NetSim::current().clog_link(link.0, link.1);
+                net::clog_link(link.0, link.1);
             }
         }
         Applied { targets, detail, undo: Undo::Heal(ids) }
@@ -335,9 +331,9 @@ impl Nemesis {
         if !state.hooked.contains(&node) {
             state.hooked.push(node);
             let table = state.dropped_replies.clone();
-            // madsim keeps one response hook per receiving node; it stays installed and reads
-            // the table, so faults can come and go.
-            NetSim::current().hook_rpc_rsp::<ClientReply>(node, move |reply| {
+            // One reply filter per receiving node; it stays installed and reads the table, so
+            // faults can come and go.
+            net::filter_replies_to::<ClientReply>(node, move |reply| {
                 let table = table.lock().expect("reply table lock poisoned");
                 !table.get(&node).is_some_and(|kinds| kinds.iter().any(|(_, kind)| drops(*kind, reply)))
             });
@@ -362,7 +358,7 @@ impl Nemesis {
             Undo::Heal(links) => {
                 for link in links {
                     if release(&mut state.clogged, link) {
-                        NetSim::current().unclog_link(link.0, link.1);
+                        net::unclog_link(link.0, link.1);
                     }
                 }
             }
@@ -382,7 +378,7 @@ impl Nemesis {
                     }
                 }
             }
-            Undo::Delay(from, to, delay) => node::remove_delay(from, to, delay),
+            Undo::Delay(from, to, delay) => net::remove_delay(from, to, delay),
         }
     }
 }
@@ -408,13 +404,12 @@ fn release<K: Ord>(counts: &mut BTreeMap<K, u32>, key: K) -> bool {
 
 fn set_loss(active: &[(u64, f64)]) {
     let rate = active.iter().map(|(_, rate)| *rate).fold(0.0, f64::max);
-    NetSim::current().update_config(|config| config.packet_loss_rate = rate);
+    net::set_loss_rate(rate);
 }
 
 fn set_latency(active: &[(u64, Range<Duration>)]) {
-    // The latest latency fault wins; none: madsim's default.
-    let range = active.last().map_or(DEFAULT_LATENCY, |(_, range)| range.clone());
-    NetSim::current().update_config(|config| config.send_latency = range);
+    // The latest latency fault wins; none: the run's own link latency.
+    net::set_latency_override(active.last().map(|(_, range)| range.clone()));
 }
 
 fn drops(kind: ReplyKind, reply: &ClientReply) -> bool {

@@ -15,7 +15,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use madsim::net::Endpoint;
+use crate::net::Endpoint;
 use madsim::net::rpc::Request;
 use openraft::error::{RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::RPCOption;
@@ -102,9 +102,7 @@ impl Peer {
             return Err(unreachable(format!("node {} has no valid address", self.target)));
         };
         let timeout = option.hard_ttl().max(self.rpc_timeout_min);
-        crate::netfault::call(&self.endpoint, addr, request, timeout)
-            .await
-            .map_err(|e| unreachable(format!("node {}: {e}", self.target)))
+        self.endpoint.call(addr, request, timeout).await.map_err(|e| unreachable(format!("node {}: {e}", self.target)))
     }
 }
 

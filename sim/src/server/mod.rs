@@ -10,8 +10,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::net::Endpoint;
 use coordsim_checker::history::{Event, RaftRole};
-use madsim::net::Endpoint;
 use openraft::{BasicNode, ReadPolicy, ServerState};
 use openraft_rt::WatchReceiver;
 use tokio::sync::Notify;
@@ -155,7 +155,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         leader_heard: leader_heard.clone(),
     });
     register_raft_handlers(&endpoint, &raft, leader_heard, clock);
-    for _ in 0..crate::rpc::RECEIVE_LOOPS {
+    {
         let handler = server.clone();
         endpoint.add_rpc_handler(move |request: ClientRequest| {
             let server = handler.clone();
@@ -575,10 +575,17 @@ impl Server {
         let revoke = Command::LeaseRevoke { id: lease, reason: RevokeReason::Expired };
         let response = if self.raft.is_leader() {
             self.raft.client_write(revoke).await.map(|r| r.data).map_err(|e| e.to_string())
-        } else {
-            // Only a deposed leader with the bug switch gets here: like etcd, it proposes through
+        } else if self.bugs.deposed_leader_expires_leases {
+            // A deposed leader with the bug switch: like etcd before the fix, it proposes through
             // whoever leads now, and the revocation commits.
             self.forward(revoke).await
+        } else {
+            // The lessor took these leases as expired while it was still primary, and the server
+            // has stepped down since (a leader that wakes from a stall does both at once). etcd
+            // checks that it still leads before it revokes (`EtcdServer::ensureLeadership` in
+            // `revokeExpiredLeases`, server/etcdserver/server.go): a revocation from a member
+            // that no longer leads is dropped, not forwarded.
+            Err("no longer the leader: the revocation is dropped".to_string())
         };
         // The expiry itself is recorded where the revocation is applied (see `track_leases`),
         // so a leader that crashes right after committing it does not take the record along.
@@ -591,7 +598,9 @@ impl Server {
     async fn forward(&self, command: Command) -> Result<ApplyResult, String> {
         let leader = self.raft.current_leader().await.ok_or("no leader known")?;
         let addr = *self.members.get(&leader).ok_or("leader not a member")?;
-        let reply = crate::netfault::call(&self.endpoint, addr, ClientRequest::Write(command), Duration::from_secs(1))
+        let reply = self
+            .endpoint
+            .call(addr, ClientRequest::Write(command), Duration::from_secs(1))
             .await
             .map_err(|e| e.to_string())?;
         match reply {

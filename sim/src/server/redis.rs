@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::net::Endpoint;
+use crate::net::Endpoint;
 
 use crate::clock::Clock;
 use crate::recorder::Recorder;
@@ -26,7 +26,7 @@ fn wall_ms(clock: &Clock) -> i64 {
 pub async fn serve_redis(addr: SocketAddr, keyspace: Arc<Mutex<Keyspace>>, clock: Clock, recorder: Recorder) {
     keyspace.lock().expect("keyspace lock poisoned").started(wall_ms(&clock));
     let endpoint = Endpoint::bind(addr).await.expect("a server binds its own address");
-    for _ in 0..crate::rpc::RECEIVE_LOOPS {
+    {
         let (keyspace, clock, recorder) = (keyspace.clone(), clock.clone(), recorder.clone());
         endpoint.add_rpc_handler(move |request: RedisRequest| {
             recorder.served_request();

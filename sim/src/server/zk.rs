@@ -125,12 +125,12 @@ impl Server {
             };
             let endpoint = self.endpoint.clone();
             madsim::task::spawn(async move {
-                let _ = crate::netfault::call(&endpoint, addr, request, Duration::from_secs(1)).await;
+                let _ = endpoint.call(addr, request, Duration::from_secs(1)).await;
             });
             return ClientReply::KeptAlive { ttl_ms };
         }
         let request = ClientRequest::KeepAlive { lease: session };
-        match crate::netfault::call(&self.endpoint, addr, request, Duration::from_secs(1)).await {
+        match self.endpoint.call(addr, request, Duration::from_secs(1)).await {
             Ok(reply @ (ClientReply::KeptAlive { .. } | ClientReply::LeaseNotFound)) => reply,
             Ok(other) => {
                 ClientReply::Unavailable { reason: format!("validating the session with the leader: {other:?}") }
@@ -202,7 +202,7 @@ impl Server {
                 return ClientReply::Unavailable { reason: format!("leader s{leader} is not a member") };
             };
             let request = ClientRequest::Zk(ZkRequest::ReadIndex);
-            match crate::netfault::call(&self.endpoint, addr, request, Duration::from_secs(1)).await {
+            match self.endpoint.call(addr, request, Duration::from_secs(1)).await {
                 Ok(ClientReply::Zk(ZkReply::Synced { zxid })) => zxid,
                 Ok(other) => return ClientReply::Unavailable { reason: format!("sync through the leader: {other:?}") },
                 Err(error) => return ClientReply::Unavailable { reason: format!("sync through the leader: {error}") },
