@@ -26,7 +26,6 @@ use crate::clock::{Clock, LocalTime};
 
 /// What the registry keeps for one node.
 struct Node {
-    name: String,
     clock: Clock,
     /// Values the layers above attach to the node, by type (see [`attach`]).
     attached: BTreeMap<TypeId, Box<dyn Any>>,
@@ -85,7 +84,7 @@ pub fn install(epoch: Instant) -> RunNodes {
 /// `NodeBuilder::build`, before the node's first task runs.
 pub fn bind(id: NodeId, name: &str, clock: Clock) {
     with_run(|run| {
-        let node = Node { name: name.to_string(), clock, attached: BTreeMap::new() };
+        let node = Node { clock, attached: BTreeMap::new() };
         let previous = run.expect("node::bind outside a run: call node::install first").nodes.insert(id, node);
         assert!(previous.is_none(), "node {id} ({name}) bound twice");
     });
@@ -94,7 +93,7 @@ pub fn bind(id: NodeId, name: &str, clock: Clock) {
 /// The running task's node, if a run is installed. Not while the thread unwinds: a future dropped
 /// by a dying runtime is outside any task, where madsim's `plugin::node` panics, and a panic
 /// during unwinding aborts.
-fn current_id() -> Option<NodeId> {
+pub fn current() -> Option<NodeId> {
     let installed = RUN.with(|run| run.borrow().is_some());
     (installed && !std::thread::panicking()).then(madsim::plugin::node)
 }
@@ -104,13 +103,8 @@ fn with_run<R>(f: impl FnOnce(Option<&mut Run>) -> R) -> R {
 }
 
 fn with_current<R>(f: impl FnOnce(Option<&mut Node>) -> R) -> R {
-    let id = current_id();
+    let id = current();
     with_run(|run| f(run.and_then(|run| run.nodes.get_mut(&id?))))
-}
-
-/// The name of the running task's node (`None` outside a registered node).
-pub fn current_name() -> Option<String> {
-    with_current(|node| node.map(|node| node.name.clone()))
 }
 
 /// The clock of the running task's node; true time for a task of no registered node (the
@@ -126,7 +120,7 @@ pub fn monotonic_now() -> LocalTime {
 }
 
 fn with_clock<R>(f: impl FnOnce(&Clock) -> R) -> R {
-    let id = current_id();
+    let id = current();
     RUN.with(|run| {
         let run = run.borrow();
         if let Some(node) = run.as_ref().and_then(|run| run.nodes.get(&id?)) {
@@ -166,9 +160,4 @@ pub fn attach_to_run<T: Any>(value: T) {
 /// back into this module's registry (it is borrowed).
 pub fn with_run_attached<T: Any, R>(f: impl FnOnce(&mut T) -> R) -> Option<R> {
     with_run(|run| run?.attached.get_mut(&TypeId::of::<T>())?.downcast_mut::<T>().map(f))
-}
-
-/// The running task's node id, inside an installed run.
-pub fn current() -> Option<NodeId> {
-    current_id()
 }

@@ -1,0 +1,163 @@
+//! The simulated network (`coordsim_sim::net`) on its own: a call costs its two link latencies and
+//! nothing more, and the faults the nemesis uses (cut links, paused receivers, dropped replies)
+//! do what they say.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use coordsim_sim::clock::Clock;
+use coordsim_sim::net::{self, Endpoint, LinkLatency};
+use coordsim_sim::node;
+use madsim::net::rpc::Request;
+use madsim::runtime::{Handle, Runtime};
+use madsim::task::NodeId;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Ping(u64);
+
+impl Request for Ping {
+    type Response = u64;
+    const ID: u64 = 0x5049_4e47;
+}
+
+const SERVER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 7000);
+const CLIENT: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1)), 7000);
+const LATENCY: Duration = Duration::from_micros(100);
+
+/// What a test's client sees: each call's result and how long it took.
+type Outcome = Vec<(Result<u64, std::io::ErrorKind>, Duration)>;
+
+/// A server that answers `Ping(n)` with `n + 1` and counts the pings it served, and a client that
+/// runs `script` against it, on links of exactly [`LATENCY`]; `faults` runs beside them on the
+/// main task with the two nodes' ids.
+fn run<S, F>(script: S, faults: F) -> (Outcome, u64)
+where
+    S: FnOnce(Endpoint) -> futures::future::BoxFuture<'static, Outcome> + Send + 'static,
+    F: FnOnce(NodeId, NodeId) -> futures::future::BoxFuture<'static, ()> + Send + 'static,
+{
+    Runtime::with_seed_and_config(1, madsim::Config::default()).block_on(async move {
+        let epoch = Instant::now();
+        let _nodes = node::install(epoch);
+        net::install(LinkLatency { min: LATENCY, max: LATENCY });
+        let served = Arc::new(AtomicU64::new(0));
+        let counter = served.clone();
+        let handle = Handle::current();
+        let server = handle
+            .create_node()
+            .name("s1")
+            .ip(SERVER.ip())
+            .init(move || {
+                let counter = counter.clone();
+                async move {
+                    let endpoint = Endpoint::bind(SERVER).await.expect("the server binds");
+                    endpoint.add_rpc_handler(move |Ping(n)| {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        async move { n + 1 }
+                    });
+                    futures::future::pending::<()>().await;
+                }
+            })
+            .build();
+        node::bind(server.id(), "s1", Clock::true_time(epoch));
+        let client = handle.create_node().name("c1").ip(CLIENT.ip()).build();
+        node::bind(client.id(), "c1", Clock::true_time(epoch));
+        let faults = madsim::task::spawn(faults(server.id(), client.id()));
+        let outcome = client
+            .spawn(async move {
+                // The server binds in its first poll.
+                madsim::time::sleep(Duration::from_millis(1)).await;
+                let endpoint = Endpoint::bind(CLIENT).await.expect("the client binds");
+                script(endpoint).await
+            })
+            .await
+            .expect("the client's script ends");
+        faults.await.expect("the faults end");
+        (outcome, served.load(Ordering::SeqCst))
+    })
+}
+
+async fn ping(endpoint: &Endpoint, n: u64, timeout: Duration) -> (Result<u64, std::io::ErrorKind>, Duration) {
+    let start = Instant::now();
+    let result = endpoint.call(SERVER, Ping(n), timeout).await.map_err(|e| e.kind());
+    (result, start.elapsed())
+}
+
+fn no_faults(_: NodeId, _: NodeId) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(async {})
+}
+
+#[test]
+fn a_call_costs_its_two_latencies_and_no_millisecond_floor() {
+    let (outcome, served) =
+        run(|endpoint| Box::pin(async move { vec![ping(&endpoint, 41, Duration::from_secs(1)).await] }), no_faults);
+    let (result, took) = outcome[0];
+    assert_eq!(result, Ok(42));
+    assert_eq!(served, 1);
+    // madsim's own network cost at least 4 ms here (a 1 ms sleep at every send and receive).
+    assert!(took >= 2 * LATENCY && took < 3 * LATENCY, "a call took {took:?}");
+}
+
+#[test]
+fn a_cut_link_is_a_timeout_and_a_healed_one_carries_again() {
+    let (outcome, served) = run(
+        |endpoint| {
+            Box::pin(async move {
+                let cut = ping(&endpoint, 1, Duration::from_millis(50)).await;
+                madsim::time::sleep(Duration::from_millis(100)).await;
+                vec![cut, ping(&endpoint, 2, Duration::from_millis(50)).await]
+            })
+        },
+        |server, client| {
+            Box::pin(async move {
+                net::clog_link(client, server);
+                madsim::time::sleep(Duration::from_millis(100)).await;
+                net::unclog_link(client, server);
+            })
+        },
+    );
+    assert_eq!(outcome[0].0, Err(std::io::ErrorKind::TimedOut));
+    assert!(outcome[0].1 >= Duration::from_millis(50));
+    assert_eq!(outcome[1].0, Ok(3));
+    assert_eq!(served, 1, "the request on the cut link never arrived");
+}
+
+#[test]
+fn a_paused_server_answers_what_arrived_during_the_pause_when_it_resumes() {
+    let (outcome, served) = run(
+        |endpoint| Box::pin(async move { vec![ping(&endpoint, 7, Duration::from_secs(5)).await] }),
+        |server, _| {
+            Box::pin(async move {
+                // After the server has bound (its first poll), before the client calls (at 1 ms).
+                net::sleep_until_exact(Instant::now() + Duration::from_micros(500)).await;
+                Handle::current().pause(server);
+                madsim::time::sleep(Duration::from_millis(500)).await;
+                Handle::current().resume(server);
+            })
+        },
+    );
+    assert_eq!(outcome[0].0, Ok(8));
+    assert_eq!(served, 1);
+    // Sent at 1 ms, held until the resume at 500.5 ms, answered one latency later.
+    assert!(
+        outcome[0].1 >= Duration::from_millis(499) && outcome[0].1 < Duration::from_millis(500),
+        "{:?}",
+        outcome[0].1
+    );
+}
+
+#[test]
+fn a_dropped_reply_times_the_caller_out_but_the_request_took_effect() {
+    let (outcome, served) = run(
+        |endpoint| Box::pin(async move { vec![ping(&endpoint, 1, Duration::from_millis(50)).await] }),
+        |_, client| {
+            Box::pin(async move {
+                net::filter_replies_to::<u64>(client, |_| false);
+            })
+        },
+    );
+    assert_eq!(outcome[0].0, Err(std::io::ErrorKind::TimedOut));
+    assert_eq!(served, 1);
+}
