@@ -1378,6 +1378,25 @@ fn session_loss_notice_starts_the_bound_when_the_faults_active_at_the_expiry_end
 }
 
 #[test]
+fn session_loss_notice_stops_counting_while_a_later_fault_holds_the_waiter() {
+    // c2 is cut off from 3 s to 10 s and paused again from 10.5 s to 16 s: 0.5 s of its 4 s ran
+    // before the pause, so the bound is 19.5 s. Failing at 16.2 s, on its first moment awake, is
+    // in time; at 19.6 s it is not (swarm-grant-without-lease-check seed 137).
+    let mut b = waiter_whose_lease_expires(25_000, Some((16_200, End::Fail)));
+    b.fault(3000, 10_000, 1, FaultKind::Partition, &["c2"]);
+    b.fault(10_500, 16_000, 2, FaultKind::Pause, &["c2"]);
+    assert_eq!(b.verdict(Property::SessionLossNotice), Verdict::Pass);
+    let mut late = waiter_whose_lease_expires(25_000, Some((19_600, End::Fail)));
+    late.fault(3000, 10_000, 1, FaultKind::Partition, &["c2"]);
+    late.fault(10_500, 16_000, 2, FaultKind::Pause, &["c2"]);
+    assert_eq!(late.verdict(Property::SessionLossNotice), Verdict::Fail);
+    // A fault that ends as it begins (chaos-fenced-mutex seed 8) holds nothing, and the check ends.
+    let mut empty = waiter_whose_lease_expires(25_000, Some((9_100, End::Fail)));
+    empty.fault(6000, 6000, 1, FaultKind::Pause, &["c1"]);
+    assert_eq!(empty.verdict(Property::SessionLossNotice), Verdict::Fail);
+}
+
+#[test]
 fn session_loss_notice_does_not_judge_a_request_over_before_the_expiry() {
     // c2's request was answered (failed) before its lease expired: nothing was waiting.
     let b = waiter_whose_lease_expires(20_000, Some((4_000, End::Fail)));

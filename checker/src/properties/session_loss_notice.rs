@@ -10,9 +10,12 @@
 //! gone with its session, so a waiter whose session expired learns it only when the holder
 //! releases, however long that takes; the fix (etcd PR 22387) also watches its own key.
 //!
-//! The bound starts at the expiry, or, while a fault is active then, when the last fault active
-//! at that time ends (a client cut off cannot hear anything). A request whose client crashed
-//! ended with it; one whose bound runs past the end of the run is not judged.
+//! The bound counts only time with no fault active: it starts at the expiry, or, while a fault is
+//! active then, when the last fault active at that time ends, and a fault that starts before the
+//! bound is spent stops the count until it ends (a client paused or cut off cannot hear
+//! anything; swarm-grant-without-lease-check seed 137 paused a waiter again 19 ms after its
+//! first pause ended). A request whose client crashed ended with it; one whose bound runs past
+//! the end of the run is not judged.
 
 use std::collections::BTreeMap;
 
@@ -43,7 +46,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
         let ttl_ms = ttls.get(&request.lease).copied().filter(|ttl| *ttl > 0).unwrap_or(DEFAULT_TTL_MS);
         let bound_ms = ttl_ms + SLACK_MS;
         let from_ns = after_faults(expired_ns, &faults);
-        let deadline_ns = from_ns.saturating_add(bound_ms * 1_000_000);
+        let deadline_ns = fault_free_deadline(from_ns, bound_ms * 1_000_000, &faults);
         if deadline_ns > history.duration_ns {
             continue;
         }
@@ -139,6 +142,23 @@ fn after_faults(from_ns: u64, faults: &[(u64, u64)]) -> u64 {
         match later {
             Some(end) => at = end,
             None => return at,
+        }
+    }
+}
+
+/// When `budget_ns` of time with no fault active has passed since `from_ns` (itself fault-free).
+fn fault_free_deadline(from_ns: u64, budget_ns: u64, faults: &[(u64, u64)]) -> u64 {
+    let (mut at, mut left) = (from_ns, budget_ns);
+    loop {
+        // An empty span (a fault that ended as it began) holds nothing, and would hold the
+        // loop on one instant.
+        let next = faults.iter().filter(|(start, end)| *start >= at && end > start).map(|(start, _)| *start).min();
+        match next {
+            Some(start) if start < at.saturating_add(left) => {
+                left -= start - at;
+                at = after_faults(start, faults);
+            }
+            _ => return at.saturating_add(left),
         }
     }
 }
