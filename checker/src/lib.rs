@@ -5,5 +5,6 @@ pub mod generate;
 pub mod history;
 pub mod import;
 pub mod linearizability;
+pub mod metrics;
 pub mod properties;
 pub mod verdict;

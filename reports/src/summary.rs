@@ -1,6 +1,7 @@
 //! `summary.json`: the verdicts of one seed of one scenario (schema [`SUMMARY_SCHEMA`], documented
 //! in reports/SCHEMA.md).
 
+use coordsim_checker::metrics::Metrics;
 use coordsim_checker::verdict::{PropertyReport, Verdict};
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +19,7 @@ pub struct Outcome {
 }
 
 /// `summary.json`: the verdicts of one seed of one scenario.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     pub schema: String,
     pub scenario: String,
@@ -32,6 +33,10 @@ pub struct RunSummary {
     pub as_expected: bool,
     /// The command that replays exactly this run.
     pub replay: String,
+    /// How long things took (`coordsim_checker::metrics`); absent in summaries written before
+    /// runs measured them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Metrics>,
 }
 
 impl RunSummary {

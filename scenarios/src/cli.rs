@@ -152,6 +152,17 @@ enum Command {
         #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
         memory_limit: usize,
     },
+    /// How long things took in recorded runs, side by side (one column per history, simulated
+    /// or real): request latency by kind, throughput, lock handoff and drain, recovery after a
+    /// fault. The same figures are in each run's summary.json under `metrics`.
+    Metrics {
+        /// History files, or folders to search for history.json files.
+        #[arg(required = true)]
+        histories: Vec<PathBuf>,
+        /// One JSON object per history instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure simulation speed on one core: seeds per second and simulated seconds per wall
     /// second. `coordsim bench check` measures the linearizability checker instead: time and
     /// peak memory per history file (default: the corpora in checker/tests/data) and per
@@ -305,6 +316,7 @@ pub fn main(cli: Cli) -> ExitCode {
             crate::shrink::run(&crate::shrink::Request { scenario, seed, property, out })
         }
         Command::Report { paths } => report_cmd::report(&paths),
+        Command::Metrics { histories, json } => crate::metrics_cmd::run(&histories, json),
         Command::Check { histories, format, model, initial, timeout, memory_limit } => check::run(&check::Request {
             paths: histories,
             format,

@@ -13,6 +13,7 @@ pub mod explain;
 pub mod fuzz;
 pub mod library;
 pub mod load;
+pub mod metrics_cmd;
 pub mod model_cmd;
 pub mod output;
 pub mod owned;

@@ -96,6 +96,7 @@ mod tests {
             as_expected: outcomes.iter().all(|o| o.as_expected),
             outcomes,
             replay: String::new(),
+            metrics: None,
         }
     }
 

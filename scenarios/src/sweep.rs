@@ -85,6 +85,7 @@ pub fn evaluate_judged(scenario: &Scenario, arg: &str, history: &History, judged
         as_expected: outcomes.iter().all(|o| o.as_expected),
         outcomes,
         replay: replay_command(arg, history.seed),
+        metrics: Some(coordsim_checker::metrics::of(history)),
     }
 }
 

@@ -71,6 +71,29 @@ fn unexpected_verdict_exits_1_and_prints_the_replay_command() {
 }
 
 /// Bad input: exit 2, one line on stderr naming the file, the line and the field; no panic.
+#[test]
+fn metrics_prints_latency_handoff_and_drain_side_by_side() {
+    let dir = scratch("metrics");
+    let out = coordsim(&["run", "hundred-requests-etcd-mutex", "--seed", "1", "--out", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = coordsim(&["metrics", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.lines().next().unwrap().contains("hundred-requests-etcd-mutex seed 1"), "{table}");
+    let row = |name: &str| table.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {table}"));
+    assert!(row("/locks/resource grants, drain").contains("100, "), "{table}");
+    assert!(row("lock latency").contains(" ms / "), "{table}");
+    // The same figures are in the run's summary.json.
+    let summary = std::fs::read_to_string(dir.join("hundred-requests-etcd-mutex/seed-1/summary.json")).unwrap();
+    assert!(summary.contains("\"handoff\"") && summary.contains("\"drain_us\""), "{summary}");
+
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"schema\": \"coordsim-history/1\"}").unwrap();
+    assert_bad_input(&coordsim(&["metrics", bad.to_str().unwrap()]), &["bad.json"]);
+    let empty = scratch("metrics-empty");
+    assert_bad_input(&coordsim(&["metrics", empty.to_str().unwrap()]), &["no history"]);
+}
+
 fn assert_bad_input(out: &Output, needles: &[&str]) {
     assert_eq!(out.status.code(), Some(2), "stdout: {} stderr: {}", text(&out.stdout), text(&out.stderr));
     let stderr = text(&out.stderr);

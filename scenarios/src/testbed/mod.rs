@@ -525,6 +525,7 @@ impl Testbed {
             as_expected: outcomes.iter().all(|o| o.as_expected),
             outcomes,
             replay: format!("{SEED_VAR}={} cargo test {}", history.seed, self.test),
+            metrics: Some(coordsim_checker::metrics::of(history)),
         }
     }
 }

@@ -1,0 +1,309 @@
+//! How long things took in a run, read from its history: latency by request kind, throughput,
+//! lock handoff and drain, recovery after faults. The figures the field's guidance compares
+//! services and recipes by ("prototype with a realistic workload and compare latency,
+//! throughput and failure-recovery time"), and the ones the simulator's time model is
+//! calibrated against the real clusters with: a real run's history and a simulated one give
+//! their metrics through this one function.
+//!
+//! Times are true time (the history's `time_ns`), in µs. Percentiles are nearest-rank: the
+//! smallest value with at least that share of the sample at or below it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::{Call, Event, History, OpId, Phase};
+
+/// A sample's size and its percentiles, µs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spread {
+    pub count: u64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+impl Spread {
+    /// `None` for an empty sample.
+    pub fn of(mut sample_ns: Vec<u64>) -> Option<Spread> {
+        if sample_ns.is_empty() {
+            return None;
+        }
+        sample_ns.sort_unstable();
+        let at = |share: f64| {
+            let rank = ((share * sample_ns.len() as f64).ceil() as usize).clamp(1, sample_ns.len());
+            sample_ns[rank - 1] / 1000
+        };
+        Some(Spread {
+            count: sample_ns.len() as u64,
+            p50_us: at(0.50),
+            p90_us: at(0.90),
+            p99_us: at(0.99),
+            max_us: sample_ns[sample_ns.len() - 1] / 1000,
+        })
+    }
+}
+
+/// One kind of request (`lock`, `put`, `lease_keep_alive`, `etcd.txn`, ...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Requests {
+    /// Latency of the requests that succeeded (invoke to `ok`).
+    pub ok: Spread,
+    /// Requests that certainly failed, and requests whose outcome is unknown (timeouts).
+    pub failed: u64,
+    pub unknown: u64,
+    /// Successful requests per second of true time, from the first invoke of this kind to the
+    /// last `ok`; 0 when they all happened at one instant.
+    pub per_s: f64,
+}
+
+/// One lock's (or semaphore's) grants: how fast the lock moved from holder to holder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LockTimes {
+    /// Number of grants (beliefs that started).
+    pub grants: u64,
+    /// From one holder's release to the next holder's grant, for every grant that came after a
+    /// release with nobody holding in between (overlapping beliefs are not a handoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Spread>,
+    /// From the first grant to the last.
+    pub drain_us: u64,
+}
+
+/// What [`of`] reads from a history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// By request kind, in name order.
+    pub requests: BTreeMap<String, Requests>,
+    /// By lock name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub locks: BTreeMap<String, LockTimes>,
+    /// After each fault that ended, the time to the next grant of any lock (faults after which
+    /// nothing was granted are counted in `unrecovered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Spread>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unrecovered: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The name of a request kind: the call's `f`, or `api.method` for a user-code API call
+/// (`etcd.txn`, `zookeeper.create`).
+pub fn kind(call: &Call) -> String {
+    match call {
+        Call::LeaseGrant { .. } => "lease_grant".into(),
+        Call::LeaseKeepAlive { .. } => "lease_keep_alive".into(),
+        Call::LeaseRevoke { .. } => "lease_revoke".into(),
+        Call::Lock { .. } => "lock".into(),
+        Call::Unlock { .. } => "unlock".into(),
+        Call::Write { .. } => "write".into(),
+        Call::Put { .. } => "put".into(),
+        Call::Get { .. } => "get".into(),
+        Call::Delete { .. } => "delete".into(),
+        Call::Cas { .. } => "cas".into(),
+        Call::Api { api, method, .. } => format!("{api}.{method}"),
+    }
+}
+
+/// The metrics of `history` (assumed valid: see [`History::validate`]).
+pub fn of(history: &History) -> Metrics {
+    Metrics { requests: requests(history), locks: locks(history), ..recovery(history) }
+}
+
+fn requests(history: &History) -> BTreeMap<String, Requests> {
+    struct Tally {
+        latencies_ns: Vec<u64>,
+        failed: u64,
+        unknown: u64,
+        first_invoke_ns: u64,
+        last_ok_ns: u64,
+    }
+    let mut open: BTreeMap<OpId, (String, u64)> = BTreeMap::new();
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    for entry in &history.entries {
+        match &entry.event {
+            Event::Invoke { op, call } => {
+                let kind = kind(call);
+                tallies.entry(kind.clone()).or_insert(Tally {
+                    latencies_ns: Vec::new(),
+                    failed: 0,
+                    unknown: 0,
+                    first_invoke_ns: entry.time_ns,
+                    last_ok_ns: entry.time_ns,
+                });
+                open.insert(*op, (kind, entry.time_ns));
+            }
+            Event::Ok { op, .. } | Event::Fail { op, .. } | Event::Info { op, .. } => {
+                let Some((kind, invoked_ns)) = open.remove(op) else { continue };
+                let tally = tallies.get_mut(&kind).expect("a tally per invoked kind");
+                match &entry.event {
+                    Event::Ok { .. } => {
+                        tally.latencies_ns.push(entry.time_ns.saturating_sub(invoked_ns));
+                        tally.last_ok_ns = tally.last_ok_ns.max(entry.time_ns);
+                    }
+                    Event::Fail { .. } => tally.failed += 1,
+                    _ => tally.unknown += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+    // An operation still open at the end never completed: its outcome is unknown.
+    for (kind, _) in open.into_values() {
+        tallies.get_mut(&kind).expect("a tally per invoked kind").unknown += 1;
+    }
+    tallies
+        .into_iter()
+        .filter_map(|(kind, tally)| {
+            let span_ns = tally.last_ok_ns - tally.first_invoke_ns;
+            let oks = tally.latencies_ns.len() as f64;
+            let per_s = if span_ns == 0 { 0.0 } else { (oks * 1e10 / span_ns as f64).round() / 10.0 };
+            let ok = Spread::of(tally.latencies_ns)?;
+            Some((kind, Requests { ok, failed: tally.failed, unknown: tally.unknown, per_s }))
+        })
+        .collect()
+}
+
+fn locks(history: &History) -> BTreeMap<String, LockTimes> {
+    // Per lock: every belief as (start, end), in start order; `None` while it is held.
+    let mut beliefs: BTreeMap<&str, Vec<(u64, Option<u64>)>> = BTreeMap::new();
+    let mut holding: BTreeMap<(&str, &str, i64), usize> = BTreeMap::new();
+    for entry in &history.entries {
+        let Event::Belief { lock, token, phase, .. } = &entry.event else { continue };
+        let spans = beliefs.entry(lock).or_default();
+        let key = (lock.as_str(), entry.node.as_str(), *token);
+        match phase {
+            Phase::Start => {
+                holding.insert(key, spans.len());
+                spans.push((entry.time_ns, None));
+            }
+            Phase::End => {
+                if let Some(index) = holding.remove(&key) {
+                    spans[index].1 = Some(entry.time_ns);
+                }
+            }
+        }
+    }
+    beliefs
+        .into_iter()
+        .map(|(lock, spans)| {
+            let handoffs = spans
+                .windows(2)
+                .filter_map(|pair| {
+                    let (released, granted) = (pair[0].1?, pair[1].0);
+                    (released <= granted).then(|| granted - released)
+                })
+                .collect();
+            let drain_us = (spans.last().map_or(0, |s| s.0) - spans.first().map_or(0, |s| s.0)) / 1000;
+            let times = LockTimes { grants: spans.len() as u64, handoff: Spread::of(handoffs), drain_us };
+            (lock.to_string(), times)
+        })
+        .collect()
+}
+
+/// `requests` and `locks` empty: only the recovery figures.
+fn recovery(history: &History) -> Metrics {
+    let mut ends = Vec::new();
+    let mut grants = Vec::new();
+    for entry in &history.entries {
+        match &entry.event {
+            Event::Fault { phase: Phase::End, .. } => ends.push(entry.time_ns),
+            Event::Belief { phase: Phase::Start, .. } => grants.push(entry.time_ns),
+            _ => {}
+        }
+    }
+    let mut unrecovered = 0;
+    let mut waits = Vec::new();
+    if !grants.is_empty() {
+        for end in ends {
+            // Entries are in time order, so `grants` is sorted.
+            match grants.get(grants.partition_point(|grant| *grant < end)) {
+                Some(grant) => waits.push(grant - end),
+                None => unrecovered += 1,
+            }
+        }
+    }
+    Metrics { requests: BTreeMap::new(), locks: BTreeMap::new(), recovery: Spread::of(waits), unrecovered }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Entry, Return};
+
+    fn entry(time_ms: u64, node: &str, event: Event) -> Entry {
+        Entry { time_ns: time_ms * 1_000_000, node: node.into(), event }
+    }
+
+    fn belief(time_ms: u64, node: &str, token: i64, phase: Phase) -> Entry {
+        entry(time_ms, node, Event::Belief { lock: "l".into(), token, phase, reason: None })
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let spread = Spread::of((1..=100).map(|ms| ms * 1_000_000).collect()).unwrap();
+        assert_eq!((spread.p50_us, spread.p90_us, spread.p99_us, spread.max_us), (50_000, 90_000, 99_000, 100_000));
+        let one = Spread::of(vec![7_000]).unwrap();
+        assert_eq!((one.count, one.p50_us, one.p99_us), (1, 7, 7));
+        assert_eq!(Spread::of(Vec::new()), None);
+    }
+
+    #[test]
+    fn latency_throughput_and_outcomes_by_kind() {
+        let mut history = History::new("t", 1);
+        let put = |key: &str| Call::Put { key: key.into(), value: "v".into() };
+        history.entries = vec![
+            entry(0, "c1", Event::Invoke { op: 1, call: put("a") }),
+            entry(1, "c2", Event::Invoke { op: 2, call: put("b") }),
+            entry(3, "c1", Event::Ok { op: 1, ret: Return::Put { revision: 2 } }),
+            entry(5, "c2", Event::Info { op: 2, error: "timeout".into() }),
+            entry(6, "c1", Event::Invoke { op: 3, call: put("c") }),
+            entry(10, "c1", Event::Ok { op: 3, ret: Return::Put { revision: 3 } }),
+            entry(11, "c1", Event::Invoke { op: 4, call: Call::Get { key: "a".into() } }),
+        ];
+        let metrics = of(&history);
+        let puts = &metrics.requests["put"];
+        assert_eq!((puts.ok.count, puts.ok.p50_us, puts.ok.max_us), (2, 3_000, 4_000));
+        assert_eq!((puts.failed, puts.unknown), (0, 1));
+        assert_eq!(puts.per_s, 200.0, "2 puts from 0 to 10 ms");
+        // The get never completed: no latency to give, so no entry.
+        assert!(!metrics.requests.contains_key("get"));
+    }
+
+    #[test]
+    fn handoff_drain_and_recovery() {
+        let mut history = History::new("t", 1);
+        let fault = |phase| Event::Fault {
+            fault: 1,
+            phase,
+            kind: crate::history::FaultKind::Pause,
+            targets: vec!["c1".into()],
+            detail: String::new(),
+        };
+        history.entries = vec![
+            belief(100, "c1", 1, Phase::Start),
+            belief(150, "c1", 1, Phase::End),
+            belief(154, "c2", 2, Phase::Start),
+            entry(160, "nemesis", fault(Phase::Start)),
+            // c3 believes before c2 lets go: an overlap, not a handoff.
+            belief(170, "c3", 3, Phase::Start),
+            belief(180, "c2", 2, Phase::End),
+            entry(200, "nemesis", fault(Phase::End)),
+            belief(210, "c3", 3, Phase::End),
+            belief(220, "c1", 4, Phase::Start),
+            entry(300, "nemesis", fault(Phase::End)),
+        ];
+        let metrics = of(&history);
+        let lock = &metrics.locks["l"];
+        assert_eq!((lock.grants, lock.drain_us), (4, 120_000));
+        let handoff = lock.handoff.as_ref().unwrap();
+        assert_eq!((handoff.count, handoff.p50_us, handoff.max_us), (2, 4_000, 10_000));
+        let recovery = metrics.recovery.as_ref().unwrap();
+        assert_eq!((recovery.count, recovery.p50_us), (1, 20_000));
+        assert_eq!(metrics.unrecovered, 1);
+    }
+}
