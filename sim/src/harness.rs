@@ -122,7 +122,8 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
     let names: Vec<String> = scenario.server_names().into_iter().chain(scenario.client_names()).collect();
     // Held to the end of the run: the node registry lives exactly as long.
     let _nodes = node::install(epoch);
-    net::install(net::LinkLatency::MADSIM);
+    let model = scenario.timing.as_ref().map(|t| t.resolve().expect("the scenario's [timing] is validated"));
+    net::install(model.as_ref().map_or(net::Links::MADSIM, net::Links::of));
 
     let mut topology = Topology::default();
     let members: BTreeMap<u64, SocketAddr> =
@@ -157,6 +158,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
             bugs: scenario.bugs,
             lease: scenario.cluster.etcd.lease_policy(RaftTiming::default().election_timeout_min_ms),
             watch_event_cost: scenario.cluster.watch_event_cost.map_or(Duration::ZERO, |cost| cost.0),
+            costs: model.as_ref().map(|m| m.server.clone()),
         };
         // Outside the node's tasks, so that it survives a crash of the node.
         let durable = Arc::new(Mutex::new(Durable::new(scenario.cluster.fsync)));
@@ -169,6 +171,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
             .ip(server_addr(id).ip())
             .init(move || serve(spec.clone(), durable.clone(), clock.clone(), rec.clone()))
             .build();
+        net::add_server(node.id());
         topology.servers.push(Member {
             name: format!("s{id}"),
             id: node.id(),
@@ -184,13 +187,13 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
         (ClientCode::Scenario, None) => None,
     };
     if let Some(mode) = resource_mode {
-        let rec = recorder.clone();
+        let (rec, cost) = (recorder.clone(), model.as_ref().map(|m| m.resource.write.clone()));
         recorder.add_node(RESOURCE, NodeRole::Resource);
         let node = handle
             .create_node()
             .name(RESOURCE)
             .ip(resource_addr().ip())
-            .init(move || serve_resource(resource_addr(), RESOURCE.to_string(), mode, rec.clone()))
+            .init(move || serve_resource(resource_addr(), RESOURCE.to_string(), mode, rec.clone(), cost.clone()))
             .build();
         topology.others.push(Member {
             name: RESOURCE.to_string(),

@@ -19,6 +19,7 @@ pub mod rpc;
 pub mod rt;
 pub mod server;
 pub mod testbed;
+pub mod timing;
 pub mod workload;
 
 pub use coordsim_core::{etcd_release, lessor, recipe, redis, scenario, store, zk};

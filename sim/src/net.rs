@@ -32,24 +32,51 @@ use madsim::task::NodeId;
 use tokio::sync::{Notify, oneshot};
 
 use crate::node;
+use coordsim_core::timing::Dist;
 
-/// One-way latency of a message, drawn uniformly from `min..max` for each message.
+/// One-way latency of a message, drawn for each message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LinkLatency {
-    pub min: Duration,
-    pub max: Duration,
+pub enum LinkLatency {
+    /// Uniform on `min..max`, drawn as madsim draws it (`gen_range`), so that runs without a
+    /// time model keep the histories they had on madsim's network.
+    Uniform { min: Duration, max: Duration },
+    /// A time model's distribution (`coordsim_core::timing::Dist`).
+    Model(Dist),
 }
 
 impl LinkLatency {
     /// madsim's default (`Config::send_latency`), which every run had before the network was
     /// ours: 1–10 ms per message.
-    pub const MADSIM: LinkLatency = LinkLatency { min: Duration::from_millis(1), max: Duration::from_millis(10) };
+    pub const MADSIM: LinkLatency =
+        LinkLatency::Uniform { min: Duration::from_millis(1), max: Duration::from_millis(10) };
 
     fn draw(&self) -> Duration {
-        if self.max <= self.min {
-            return self.min;
+        match self {
+            LinkLatency::Uniform { min, max } if max <= min => *min,
+            LinkLatency::Uniform { min, max } => madsim::rand::thread_rng().gen_range(*min..*max),
+            LinkLatency::Model(dist) => crate::timing::draw(dist),
         }
-        madsim::rand::thread_rng().gen_range(self.min..self.max)
+    }
+}
+
+/// The latency of every link of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Links {
+    /// Every link's, unless it is between two servers and `peer` is given.
+    pub latency: LinkLatency,
+    pub peer: Option<LinkLatency>,
+}
+
+impl Links {
+    /// madsim's 1–10 ms on every link.
+    pub const MADSIM: Links = Links { latency: LinkLatency::MADSIM, peer: None };
+
+    /// A time model's network.
+    pub fn of(model: &coordsim_core::timing::TimeModel) -> Links {
+        Links {
+            latency: LinkLatency::Model(model.network.latency.clone()),
+            peer: model.network.peer.clone().map(LinkLatency::Model),
+        }
     }
 }
 
@@ -59,7 +86,9 @@ type ReplyFilter = Arc<dyn Fn(&dyn Any) -> bool + Send + Sync>;
 /// The run's network: who is bound where, and the state of the links.
 struct Network {
     /// Every link's latency when no fault overrides it.
-    latency: LinkLatency,
+    links: Links,
+    /// The nodes that are servers: a link between two of them has `links.peer`.
+    servers: BTreeSet<NodeId>,
     /// A `latency` fault's range, for every link while it lasts.
     latency_override: Option<LinkLatency>,
     /// Probability that a message is lost (`packet-loss`).
@@ -80,11 +109,12 @@ struct Bound {
     inbox: Weak<Inbox>,
 }
 
-/// Starts the run's network with `latency` on every link. Needs an installed node registry,
-/// whose guard it lives and ends with.
-pub fn install(latency: LinkLatency) {
+/// Starts the run's network with `links`. Needs an installed node registry, whose guard it
+/// lives and ends with.
+pub fn install(links: Links) {
     node::attach_to_run(Network {
-        latency,
+        links,
+        servers: BTreeSet::new(),
         latency_override: None,
         loss_rate: 0.0,
         clogged: BTreeSet::new(),
@@ -293,8 +323,19 @@ impl Network {
         if self.loss_rate > 0.0 && madsim::rand::thread_rng().gen_bool(self.loss_rate) {
             return None;
         }
-        Some(self.latency_override.as_ref().unwrap_or(&self.latency).draw())
+        if let Some(latency) = &self.latency_override {
+            return Some(latency.draw());
+        }
+        match &self.links.peer {
+            Some(peer) if self.servers.contains(&from) && self.servers.contains(&to) => Some(peer.draw()),
+            _ => Some(self.links.latency.draw()),
+        }
     }
+}
+
+/// `node` is a server: links between two servers have the peer latency.
+pub fn add_server(node: NodeId) {
+    with_network(|net| net.servers.insert(node));
 }
 
 /// The link from `from` to `to` stops carrying messages (sent after now).
@@ -314,7 +355,7 @@ pub fn set_loss_rate(rate: f64) {
 
 /// Every link's latency is `range` while a latency fault lasts (`None`: the run's own again).
 pub fn set_latency_override(range: Option<Range<Duration>>) {
-    with_network(|net| net.latency_override = range.map(|r| LinkLatency { min: r.start, max: r.end }));
+    with_network(|net| net.latency_override = range.map(|r| LinkLatency::Uniform { min: r.start, max: r.end }));
 }
 
 /// Replies of type `T` sent to `node` are dropped when `keep` says false (one filter per node: a

@@ -15,34 +15,59 @@ pub use coordsim_core::resource::{Decision, Resource, ResourceMode};
 /// The port the resource listens on.
 pub const RESOURCE_PORT: u16 = 9000;
 
-/// Serves writes until the simulation ends, recording each decision.
-pub async fn serve_resource(addr: SocketAddr, name: String, mode: ResourceMode, recorder: Recorder) {
+/// Serves writes until the simulation ends, recording each decision. `cost`: the time model's
+/// cost of a write, spent on the resource's one CPU in arrival order before it is decided.
+pub async fn serve_resource(
+    addr: SocketAddr,
+    name: String,
+    mode: ResourceMode,
+    recorder: Recorder,
+    cost: Option<coordsim_core::timing::Dist>,
+) {
     let endpoint = Endpoint::bind(addr).await.expect("the resource binds its own address");
     let resource = Arc::new(Mutex::new(Resource::new(mode)));
-    {
-        let (resource, recorder, name) = (resource.clone(), recorder.clone(), name.clone());
-        endpoint.add_rpc_handler(move |write: ResourceWrite| {
-            let decision = resource.lock().expect("resource lock poisoned").write(write.token);
-            recorder.record(
-                &name,
-                Event::Resource {
-                    resource: name.clone(),
-                    client: write.client,
-                    token: write.token,
-                    value: write.value,
-                    accepted: decision.accepted,
-                    highest_before: decision.highest_before,
-                },
-            );
-            async move {
-                if decision.accepted {
-                    ResourceReply::Accepted
-                } else {
-                    ResourceReply::Rejected { highest: decision.highest_before }
+    let decide = move |write: ResourceWrite| {
+        let decision = resource.lock().expect("resource lock poisoned").write(write.token);
+        recorder.record(
+            &name,
+            Event::Resource {
+                resource: name.clone(),
+                client: write.client,
+                token: write.token,
+                value: write.value,
+                accepted: decision.accepted,
+                highest_before: decision.highest_before,
+            },
+        );
+        if decision.accepted {
+            ResourceReply::Accepted
+        } else {
+            ResourceReply::Rejected { highest: decision.highest_before }
+        }
+    };
+    let decide = Arc::new(decide);
+    let cpu = Arc::new(crate::timing::Cpu::default());
+    enum Turn<D> {
+        /// Decided as it was taken from the inbox, in arrival order (no cost).
+        Decided(ResourceReply),
+        /// To be decided after its turn on the CPU.
+        Queued { write: ResourceWrite, decide: D, cpu: Arc<crate::timing::Cpu>, cost: coordsim_core::timing::Dist },
+    }
+    endpoint.add_rpc_handler(move |write: ResourceWrite| {
+        let turn = match &cost {
+            None => Turn::Decided(decide(write)),
+            Some(cost) => Turn::Queued { write, decide: decide.clone(), cpu: cpu.clone(), cost: cost.clone() },
+        };
+        async move {
+            match turn {
+                Turn::Decided(reply) => reply,
+                Turn::Queued { write, decide, cpu, cost } => {
+                    cpu.spend(crate::timing::draw(&cost)).await;
+                    decide(write)
                 }
             }
-        });
-    }
+        }
+    });
     std::future::pending::<()>().await;
 }
 

@@ -40,6 +40,31 @@ pub enum ClientRequest {
     Status,
 }
 
+impl ClientRequest {
+    /// What the request costs on a server's CPU (`[timing] server`).
+    pub fn class(&self) -> crate::timing::RequestClass {
+        use crate::timing::RequestClass::{Lease, Other, Read, Write};
+        match self {
+            ClientRequest::Write(Command::LeaseGrant { .. } | Command::LeaseRevoke { .. }) => Lease,
+            ClientRequest::Write(_) | ClientRequest::Unlock { .. } => Write,
+            ClientRequest::Range { .. } => Read,
+            ClientRequest::KeepAlive { .. } | ClientRequest::LeaseTimeToLive { .. } | ClientRequest::LeaseLeases => {
+                Lease
+            }
+            ClientRequest::Zk(request) => match request {
+                ZkRequest::Write(_) => Write,
+                ZkRequest::Exists { .. } | ZkRequest::GetData { .. } | ZkRequest::GetChildren { .. } => Read,
+                ZkRequest::CreateSession { .. } | ZkRequest::Ping { .. } | ZkRequest::Touch { .. } => Lease,
+                _ => Other,
+            },
+            ClientRequest::Watch { .. }
+            | ClientRequest::Lock { .. }
+            | ClientRequest::Election(_)
+            | ClientRequest::Status => Other,
+        }
+    }
+}
+
 /// etcd's Election service. Served by the leader; each candidate's key is `<name>/<lease hex>`,
 /// the oldest key under `<name>/` is the leader.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -47,7 +47,7 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
         let recorder = Recorder::new("testbed", seed, epoch);
         let clients = scripts.len();
         let _nodes = node::install(epoch);
-        net::install(net::LinkLatency::MADSIM);
+        net::install(net::Links::MADSIM);
         let addr = |id: u64| SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id as u8)), SERVER_PORT);
         let members: BTreeMap<u64, SocketAddr> = (1..=servers as u64).map(|id| (id, addr(id))).collect();
         for &id in members.keys() {
@@ -60,6 +60,7 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
                 bugs: Bugs::default(),
                 lease: crate::lessor::LeasePolicy::default(),
                 watch_event_cost: std::time::Duration::ZERO,
+                costs: None,
             };
             let durable = Arc::new(Mutex::new(Durable::new(true)));
             let (clock, rec) = (Clock::true_time(epoch), recorder.clone());

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use coordsim_sim::clock::Clock;
-use coordsim_sim::net::{self, Endpoint, LinkLatency};
+use coordsim_sim::net::{self, Endpoint, LinkLatency, Links};
 use coordsim_sim::node;
 use madsim::net::rpc::Request;
 use madsim::runtime::{Handle, Runtime};
@@ -41,7 +41,7 @@ where
     Runtime::with_seed_and_config(1, madsim::Config::default()).block_on(async move {
         let epoch = Instant::now();
         let _nodes = node::install(epoch);
-        net::install(LinkLatency { min: LATENCY, max: LATENCY });
+        net::install(Links { latency: LinkLatency::Uniform { min: LATENCY, max: LATENCY }, peer: None });
         let served = Arc::new(AtomicU64::new(0));
         let counter = served.clone();
         let handle = Handle::current();

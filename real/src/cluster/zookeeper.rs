@@ -54,7 +54,7 @@ impl ZkEnsemble {
             std::fs::write(data.join("myid"), format!("{}\n", i + 1)).map_err(|e| e.to_string())?;
             let mut text = format!(
                 "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={client_port}\n\
-                 clientPortAddress={}\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,dump\n",
+                 clientPortAddress={}\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,dump,mntr\n",
                 data.display(),
                 hosts.ip(&name),
             );

@@ -152,6 +152,7 @@ impl Testbed {
                 think: Dur::zero(),
             },
             observers: None,
+            timing: None,
             clock: Vec::new(),
             nemesis: Vec::new(),
             chaos: None,
@@ -193,6 +194,16 @@ impl Testbed {
     /// a stock etcd 3.5: no lease checkpoints, so a leader change restarts every lease at its TTL).
     pub fn etcd(mut self, etcd: EtcdSpec) -> Self {
         self.scenario.cluster.etcd = etcd;
+        self
+    }
+
+    /// How long things take: a time profile by name (`etcd-3.4-loopback`,
+    /// `zookeeper-3.8-loopback`; sim/core/profiles/), as `[timing] profile = "..."` in a
+    /// scenario file. Without one, every message takes 1–10 ms and servers cost nothing. An
+    /// unknown name is refused by [`Testbed::validate`] (and when the Testbed runs).
+    pub fn time_profile(mut self, name: &str) -> Self {
+        self.scenario.timing =
+            Some(coordsim_sim::scenario::TimingSpec { profile: Some(name.to_string()), ..Default::default() });
         self
     }
 

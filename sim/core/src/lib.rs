@@ -12,4 +12,5 @@ pub mod redis;
 pub mod resource;
 pub mod scenario;
 pub mod store;
+pub mod timing;
 pub mod zk;

@@ -16,6 +16,7 @@ pub use crate::etcd_release::EtcdRelease;
 use crate::lessor::LeasePolicy;
 pub use crate::recipe::EntryLifetime;
 use crate::resource::ResourceMode;
+pub use crate::timing::TimingSpec;
 
 /// Largest cluster and client counts a scenario may ask for (a limit on everything). Clients
 /// get addresses 10.0.1.1..=10.0.1.N (so N < 255). Measured for the 100-client comparison
@@ -60,6 +61,10 @@ pub struct Scenario {
     /// of a watch storm (lock scenarios only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observers: Option<ObserverSpec>,
+    /// How long things take (`crate::timing`): a calibrated profile, or tables of the
+    /// scenario's own. Absent: every message 1–10 ms and servers that cost nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<TimingSpec>,
     /// Per-node clocks at the start of the run (nodes not listed run at true time).
     #[serde(default)]
     pub clock: Vec<ClockSpec>,
@@ -912,6 +917,9 @@ impl Scenario {
             check(cost.0 <= WATCH_EVENT_COST_MAX, "cluster.watch_event_cost", || {
                 format!("{cost} must be at most {}", Dur(WATCH_EVENT_COST_MAX))
             })?;
+        }
+        if let Some(timing) = &self.timing {
+            timing.resolve()?;
         }
         if let Some(observers) = &self.observers {
             check(self.lock.is_some(), "observers", || "observers watch the lock's keys: they need [lock]".into())?;

@@ -18,6 +18,7 @@ use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
 use openraft::{OptionalSend, RaftLogReader};
 
 use super::{Entry, LogId, SnapshotMeta, StoreSnapshot, TypeConfig, Vote};
+use crate::timing::Disk;
 
 /// What one server keeps across crashes.
 #[derive(Debug)]
@@ -81,11 +82,14 @@ impl Durable {
 #[derive(Clone, Debug, Default)]
 pub struct LogStore {
     durable: Arc<Mutex<Durable>>,
+    /// The server's disk when the time model gives syncs a cost (`crate::timing`): an append is
+    /// acknowledged, and a vote saved, once a sync that began after it has ended.
+    disk: Option<Disk>,
 }
 
 impl LogStore {
-    pub fn new(durable: Arc<Mutex<Durable>>) -> Self {
-        LogStore { durable }
+    pub fn new(durable: Arc<Mutex<Durable>>, disk: Option<Disk>) -> Self {
+        LogStore { durable, disk }
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Durable> {
@@ -121,10 +125,19 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
-        let mut durable = self.lock();
-        durable.vote = Some(vote.clone());
-        if durable.fsync {
-            durable.sync();
+        let fsync = {
+            let mut durable = self.lock();
+            durable.vote = Some(vote.clone());
+            if durable.fsync {
+                durable.sync();
+            }
+            durable.fsync
+        };
+        // A vote is answered only once it is on disk (Raft §5.1's persistent state).
+        if let Some(disk) = self.disk.as_ref().filter(|_| fsync)
+            && !disk.sync().await
+        {
+            return Err(io::Error::other("the disk is gone with its server"));
         }
         Ok(())
     }
@@ -143,7 +156,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        {
+        let fsync = {
             let mut durable = self.lock();
             for entry in entries {
                 durable.entries.insert(entry.log_id.index, entry);
@@ -151,8 +164,20 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             if durable.fsync {
                 durable.sync();
             }
+            durable.fsync
+        };
+        match self.disk.clone().filter(|_| fsync) {
+            // The append is in memory at once (a leader replicates it meanwhile, as etcd sends
+            // before its WAL sync ends); it counts as flushed when the disk has synced it.
+            Some(disk) => {
+                madsim::task::spawn(async move {
+                    if disk.sync().await {
+                        callback.io_completed(Ok(()));
+                    }
+                });
+            }
+            None => callback.io_completed(Ok(())),
         }
-        callback.io_completed(Ok(()));
         Ok(())
     }
 

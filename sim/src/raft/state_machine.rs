@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ApplyResult, LogId, LogStore, Snapshot, SnapshotMeta, StoredMembership, TypeConfig};
 use crate::store::{Command, CommandResponse, KeyRange, Store};
+use crate::timing::ServerCosts;
 
 /// A full copy of the store: snapshots are whole-state in the simulator (no serialization
 /// happens on madsim's in-process network).
@@ -70,6 +71,8 @@ pub struct StateMachine {
     on_apply: OnApply,
     /// True time spent per watcher notified of an event, before the next entry applies.
     watch_event_cost: Duration,
+    /// The time model's costs: each entry's apply takes its turn on the server's CPU.
+    costs: Option<Arc<ServerCosts>>,
 }
 
 impl StateMachine {
@@ -82,6 +85,7 @@ impl StateMachine {
         snapshot: Option<(SnapshotMeta, StoreSnapshot)>,
         on_apply: OnApply,
         watch_event_cost: Duration,
+        costs: Option<Arc<ServerCosts>>,
     ) -> Self {
         let applied = match snapshot {
             Some((meta, data)) => Applied {
@@ -92,7 +96,7 @@ impl StateMachine {
             },
             None => Applied::default(),
         };
-        StateMachine { applied: Arc::new(Mutex::new(applied)), durable, on_apply, watch_event_cost }
+        StateMachine { applied: Arc::new(Mutex::new(applied)), durable, on_apply, watch_event_cost, costs }
     }
 
     /// The applied state, shared with the server's handlers.
@@ -146,6 +150,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     {
         while let Some(item) = entries.next().await {
             let (entry, responder) = item?;
+            if let Some(costs) = &self.costs {
+                costs.apply().await;
+            }
             let (result, command, notifications) = {
                 let mut applied = self.lock();
                 let before = applied.store.revision();

@@ -28,6 +28,7 @@ use crate::scenario::Bugs;
 use crate::store::{
     Command, CommandResponse, DeleteRangeRequest, EventKind, KeyRange, LeaseId, Revision, RevokeReason,
 };
+use crate::timing::{Disk, ServerCosts, ServerTimes};
 
 /// The port every server listens on.
 pub const SERVER_PORT: u16 = 2379;
@@ -58,6 +59,8 @@ pub struct ServerSpec {
     pub lease: LeasePolicy,
     /// True time the apply loop spends per watcher notified of an event (`cluster.watch_event_cost`).
     pub watch_event_cost: Duration,
+    /// The time model's server costs (`[timing]`); `None`: serving costs nothing.
+    pub costs: Option<ServerTimes>,
 }
 
 /// Raft timing, in ms of the server's local clock.
@@ -97,6 +100,10 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     let addr = spec.members[&spec.id];
     let endpoint = Endpoint::bind(addr).await.expect("a server binds its own address");
 
+    let costs = spec.costs.clone().map(ServerCosts::new);
+    let fsync = durable.lock().expect("durable state lock poisoned").fsync;
+    // Without fsync the log reaches the disk now and then, off the path of any request.
+    let disk = costs.as_ref().filter(|_| fsync).map(|costs| Disk::start(costs.times.fsync.clone()));
     let lessor = Arc::new(Mutex::new(Lessor::new(spec.lease)));
     let applied_notify = Arc::new(Notify::new());
     let on_apply = {
@@ -115,9 +122,9 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
             notify.notify_waiters();
         })
     };
-    let log_store = LogStore::new(durable.clone());
+    let log_store = LogStore::new(durable.clone(), disk);
     let snapshot = durable.lock().expect("durable state lock poisoned").snapshot.clone();
-    let state_machine = StateMachine::new(log_store.clone(), snapshot, on_apply, spec.watch_event_cost);
+    let state_machine = StateMachine::new(log_store.clone(), snapshot, on_apply, spec.watch_event_cost, costs.clone());
     let applied = state_machine.applied();
 
     let config = openraft::Config {
@@ -154,13 +161,18 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         recorder,
         leader_heard: leader_heard.clone(),
     });
-    register_raft_handlers(&endpoint, &raft, leader_heard, clock);
+    register_raft_handlers(&endpoint, &raft, leader_heard, clock, costs.clone());
     {
         let handler = server.clone();
         endpoint.add_rpc_handler(move |request: ClientRequest| {
-            let server = handler.clone();
+            let (server, costs) = (handler.clone(), costs.clone());
             server.recorder.served_request();
-            async move { server.handle(request).await }
+            async move {
+                if let Some(costs) = &costs {
+                    costs.request(request.class()).await;
+                }
+                server.handle(request).await
+            }
         });
     }
 
@@ -171,7 +183,6 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         let _ = raft.initialize(members).await;
     }
 
-    let fsync = durable.lock().expect("durable state lock poisoned").fsync;
     if !fsync {
         madsim::task::spawn(sync_periodically(durable.clone(), server.clock.clone()));
     }
@@ -190,12 +201,28 @@ async fn sync_periodically(durable: Arc<Mutex<Durable>>, clock: Clock) {
     }
 }
 
-fn register_raft_handlers(endpoint: &Endpoint, raft: &Raft, leader_heard: Arc<Mutex<Option<LocalTime>>>, clock: Clock) {
-    let r = raft.clone();
+fn register_raft_handlers(
+    endpoint: &Endpoint,
+    raft: &Raft,
+    leader_heard: Arc<Mutex<Option<LocalTime>>>,
+    clock: Clock,
+    costs: Option<Arc<ServerCosts>>,
+) {
+    // Every Raft message takes its turn on the receiver's CPU first.
+    let work = move || {
+        let costs = costs.clone();
+        async move {
+            if let Some(costs) = costs {
+                costs.peer_message().await;
+            }
+        }
+    };
+    let (r, turn) = (raft.clone(), work.clone());
     endpoint.add_rpc_handler(move |AppendRpc(rpc)| {
-        let raft = r.clone();
+        let (raft, turn) = (r.clone(), turn());
         let (heard, clock) = (leader_heard.clone(), clock.clone());
         async move {
+            turn.await;
             let response = raft.append_entries(rpc).await.map_err(|e| e.to_string());
             // Any answer but "your vote is stale" means a current leader reached us.
             if matches!(&response, Ok(r) if !matches!(r, openraft::raft::AppendEntriesResponse::HigherVote(_))) {
@@ -204,20 +231,27 @@ fn register_raft_handlers(endpoint: &Endpoint, raft: &Raft, leader_heard: Arc<Mu
             response
         }
     });
-    let r = raft.clone();
+    let (r, turn) = (raft.clone(), work.clone());
     endpoint.add_rpc_handler(move |VoteRpc(rpc)| {
-        let raft = r.clone();
-        async move { raft.vote(rpc).await.map_err(|e| e.to_string()) }
+        let (raft, turn) = (r.clone(), turn());
+        async move {
+            turn.await;
+            raft.vote(rpc).await.map_err(|e| e.to_string())
+        }
     });
-    let r = raft.clone();
+    let (r, turn) = (raft.clone(), work.clone());
     endpoint.add_rpc_handler(move |PreVoteRpc(rpc)| {
-        let raft = r.clone();
-        async move { raft.pre_vote(rpc).await.map_err(|e| e.to_string()) }
+        let (raft, turn) = (r.clone(), turn());
+        async move {
+            turn.await;
+            raft.pre_vote(rpc).await.map_err(|e| e.to_string())
+        }
     });
     let r = raft.clone();
     endpoint.add_rpc_handler(move |SnapshotRpc { vote, meta, data }| {
-        let raft = r.clone();
+        let (raft, turn) = (r.clone(), work());
         async move {
+            turn.await;
             let snapshot = openraft::Snapshot { meta, snapshot: data };
             raft.install_full_snapshot(vote, snapshot).await.map_err(|e| e.to_string())
         }

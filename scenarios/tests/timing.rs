@@ -1,0 +1,60 @@
+//! The time model against the real services: with the calibrated loopback profiles, the
+//! hundred-request drain on etcd's mutex and on ZooKeeper's queue lock takes what it takes on
+//! the real clusters of the build machine (within 1.5x), in the same order; and a scenario that
+//! names an unknown profile is refused with its file, line and field.
+
+use coordsim::library;
+use coordsim::load;
+use coordsim::sweep::{self, SeedResult};
+use coordsim_checker::metrics::Metrics;
+
+/// The real runs the profiles were calibrated against (`coordsim real etcd|zookeeper
+/// hundred-requests-...`, 2026-12-06, this machine; sim/core/profiles/*.toml): median handoff
+/// in µs and drain in µs.
+const REAL_ETCD: (u64, u64) = (4_500, 5_740_000);
+const REAL_ZOOKEEPER: (u64, u64) = (6_100, 5_919_000);
+
+fn metrics_with_profile(name: &str, profile: &str, seed: u64) -> Metrics {
+    let text = format!("{}\n[timing]\nprofile = \"{profile}\"\n", library::get(name).unwrap());
+    let scenario = load::parse(name, &text).unwrap();
+    match sweep::run_seed(&scenario, name, seed) {
+        SeedResult::Done { summary, .. } => summary.metrics.expect("every run measures its metrics"),
+        other => panic!("{name} seed {seed}: {other:?}"),
+    }
+}
+
+fn within(simulated: u64, real: u64, factor: f64) -> bool {
+    let ratio = simulated as f64 / real as f64;
+    (1.0 / factor..=factor).contains(&ratio)
+}
+
+#[test]
+fn calibrated_profiles_give_the_real_handoff_and_drain_in_the_real_order() {
+    let etcd = metrics_with_profile("hundred-requests-etcd-mutex", "etcd-3.4-loopback", 1);
+    let zookeeper = metrics_with_profile("hundred-requests-zk-queue-lock", "zookeeper-3.8-loopback", 1);
+    let times = |m: &Metrics| {
+        let lock = &m.locks["/locks/resource"];
+        (lock.handoff.as_ref().expect("99 handoffs").p50_us, lock.drain_us)
+    };
+    let (etcd, zookeeper) = (times(&etcd), times(&zookeeper));
+    for (what, simulated, real) in [("etcd", etcd, REAL_ETCD), ("zookeeper", zookeeper, REAL_ZOOKEEPER)] {
+        assert!(within(simulated.0, real.0, 1.5), "{what} handoff {} µs against {} real", simulated.0, real.0);
+        assert!(within(simulated.1, real.1, 1.5), "{what} drain {} µs against {} real", simulated.1, real.1);
+    }
+    assert!(etcd.0 < zookeeper.0, "etcd hands over faster, as on the real clusters: {etcd:?} {zookeeper:?}");
+}
+
+#[test]
+fn an_unknown_profile_is_refused_with_its_line_and_field() {
+    let text = format!("{}\n[timing]\nprofile = \"etcd-9-moon\"\n", library::get("split-brain-gc-pause").unwrap());
+    let error = load::parse("moon.toml", &text).unwrap_err().to_string();
+    let line = text.lines().position(|l| l.starts_with("profile")).unwrap() + 1;
+    assert!(error.contains(&format!("moon.toml:{line}")), "{error}");
+    assert!(error.contains("timing.profile") && error.contains("etcd-3.4-loopback"), "{error}");
+    let text = format!(
+        "{}\n[timing.network]\nlatency = {{ min = \"2ms\", max = \"1ms\" }}\n",
+        library::get("split-brain-gc-pause").unwrap()
+    );
+    let error = load::parse("slow.toml", &text).unwrap_err().to_string();
+    assert!(error.contains("slow.toml:") && error.contains("must not decrease"), "{error}");
+}

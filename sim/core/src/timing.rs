@@ -1,0 +1,432 @@
+//! How long things take in a simulated run: the time model. A message's latency on a link, the
+//! CPU time a server spends on each request it receives and each entry it applies, and the
+//! time its disk takes to sync a log append. Without a model (no `[timing]` in the scenario) a
+//! run keeps the simulator's first world: every message 1–10 ms, servers that cost nothing.
+//!
+//! A model is a named profile (`sim/core/profiles/*.toml`, each with the measurement it came
+//! from) or a scenario's own `[timing]` tables over one. Every figure is a [`Dist`]: a fixed
+//! duration, or quantiles that a draw interpolates between. Drawing is the driver's business
+//! (`coordsim_sim::timing`); this module only says what is to be drawn.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::scenario::{Dur, ScenarioError};
+
+/// The longest duration a time model may draw (a message, a request's cost, an fsync).
+pub const DIST_MAX: Duration = Duration::from_secs(10);
+
+/// A distribution of durations, by its quantiles: `p0` (`min`) and `p100` (`max`) always,
+/// `p50`, `p90`, `p99` when given. A draw picks a share u uniformly in [0, 1) and interpolates
+/// linearly between the two quantiles around it; `{min, max}` alone is uniform. Written as a
+/// duration (`"2ms"`: always that) or a table (`{ min = "50us", p50 = "120us", p99 = "1ms",
+/// max = "2ms" }`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dist {
+    /// (share in millionths, duration), strictly increasing shares from 0 to 1,000,000 and
+    /// non-decreasing durations.
+    points: Vec<(u32, Duration)>,
+}
+
+/// The quantile names a table may use, with their shares in millionths.
+const QUANTILES: [(&str, u32); 7] = [
+    ("min", 0),
+    ("p0", 0),
+    ("p50", 500_000),
+    ("p90", 900_000),
+    ("p99", 990_000),
+    ("max", 1_000_000),
+    ("p100", 1_000_000),
+];
+
+impl Dist {
+    /// Always `d`.
+    pub fn fixed(d: Duration) -> Dist {
+        Dist { points: vec![(0, d), (1_000_000, d)] }
+    }
+
+    /// Uniform on `min..=max`.
+    pub fn uniform(min: Duration, max: Duration) -> Dist {
+        Dist { points: vec![(0, min), (1_000_000, max)] }
+    }
+
+    /// From (share in millionths, duration) points; the error says what is wrong.
+    fn from_points(mut points: Vec<(u32, Duration)>) -> Result<Dist, String> {
+        points.sort_by_key(|(share, _)| *share);
+        if points.first().is_none_or(|p| p.0 != 0) || points.last().is_none_or(|p| p.0 != 1_000_000) {
+            return Err("needs min (p0) and max (p100)".into());
+        }
+        if points.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+            return Err("names one quantile twice (min is p0, max is p100)".into());
+        }
+        if let Some(pair) = points.windows(2).find(|pair| pair[1].1 < pair[0].1) {
+            let name = |share: u32| QUANTILES.iter().find(|q| q.1 == share).map_or("?", |q| q.0);
+            return Err(format!(
+                "quantiles must not decrease: {} is {} but {} is {}",
+                name(pair[0].0),
+                Dur(pair[0].1),
+                name(pair[1].0),
+                Dur(pair[1].1)
+            ));
+        }
+        if points.last().is_some_and(|p| p.1 > DIST_MAX) {
+            return Err(format!("max must be at most {}", Dur(DIST_MAX)));
+        }
+        Ok(Dist { points })
+    }
+
+    /// The duration at share `u` of the distribution (`u` in [0, 1); clamped).
+    pub fn at(&self, u: f64) -> Duration {
+        let share = (u.clamp(0.0, 1.0) * 1e6) as u32;
+        let next = self.points.partition_point(|p| p.0 <= share).min(self.points.len() - 1);
+        let ((s0, d0), (s1, d1)) = (self.points[next - 1], self.points[next]);
+        if s1 == s0 || d1 == d0 {
+            return d0;
+        }
+        let within = f64::from(share - s0) / f64::from(s1 - s0);
+        d0 + Duration::from_nanos(((d1 - d0).as_nanos() as f64 * within) as u64)
+    }
+
+    /// The median.
+    pub fn median(&self) -> Duration {
+        self.at(0.5)
+    }
+
+    pub fn max(&self) -> Duration {
+        self.points.last().expect("a distribution has points").1
+    }
+
+    /// Whether every draw is zero.
+    pub fn is_zero(&self) -> bool {
+        self.max().is_zero()
+    }
+}
+
+impl fmt::Display for Dist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.points.iter().all(|p| p.1 == self.points[0].1) {
+            return write!(f, "{}", Dur(self.points[0].1));
+        }
+        let name = |share: u32| match share {
+            0 => "min",
+            1_000_000 => "max",
+            _ => QUANTILES.iter().find(|q| q.1 == share).map_or("?", |q| q.0),
+        };
+        let parts: Vec<String> = self.points.iter().map(|(s, d)| format!("{} = \"{}\"", name(*s), Dur(*d))).collect();
+        write!(f, "{{ {} }}", parts.join(", "))
+    }
+}
+
+impl Serialize for Dist {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        if self.points.iter().all(|p| p.1 == self.points[0].1) {
+            return serializer.collect_str(&Dur(self.points[0].1));
+        }
+        let mut map = serializer.serialize_map(Some(self.points.len()))?;
+        for (share, d) in &self.points {
+            let name = match share {
+                0 => "min",
+                1_000_000 => "max",
+                _ => QUANTILES.iter().find(|q| q.1 == *share).map_or("?", |q| q.0),
+            };
+            map.serialize_entry(name, &Dur(*d))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Dist {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Dist, D::Error> {
+        struct DistVisitor;
+        impl<'de> Visitor<'de> for DistVisitor {
+            type Value = Dist;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration (\"2ms\") or quantiles ({ min = \"50us\", p50 = \"120us\", max = \"2ms\" })")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Dist, E> {
+                let d = Dur::parse(text).map_err(E::custom)?;
+                Dist::from_points(vec![(0, d.0), (1_000_000, d.0)]).map_err(E::custom)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Dist, A::Error> {
+                let mut points = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let Some((_, share)) = QUANTILES.iter().find(|q| q.0 == key) else {
+                        let names: Vec<&str> = QUANTILES.iter().map(|q| q.0).collect();
+                        return Err(de::Error::custom(format!(
+                            "unknown quantile `{key}`: expected one of {}",
+                            names.join(", ")
+                        )));
+                    };
+                    let d: Dur = map.next_value()?;
+                    points.push((*share, d.0));
+                }
+                Dist::from_points(points).map_err(de::Error::custom)
+            }
+        }
+        deserializer.deserialize_any(DistVisitor)
+    }
+}
+
+/// Message latency, one way, drawn for each message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkTimes {
+    /// Every link's, unless a more specific one is given.
+    pub latency: Dist,
+    /// Between two servers (Raft's messages), if not `latency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<Dist>,
+}
+
+/// A server's costs. Requests and Raft messages queue for the server's one CPU, first come
+/// first served, each taking its cost; log appends and vote saves queue for its one disk, each
+/// taking an `fsync` (appends that arrive during an fsync are synced together by the next one,
+/// as etcd's WAL and ZooKeeper's SyncRequestProcessor batch). Costs are true time: a server's
+/// CPU and disk do not run slower because its clock does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTimes {
+    /// A client request, unless its kind has a cost of its own below.
+    pub request: Dist,
+    /// Reads: etcd Range, ZooKeeper getData, exists, getChildren.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<Dist>,
+    /// Writes before they reach Raft: etcd Put, Txn, DeleteRange; ZooKeeper create, setData, delete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<Dist>,
+    /// Lease grant, keepalive, revoke, time-to-live; ZooKeeper pings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Dist>,
+    /// A Raft message received (append, vote, snapshot).
+    pub peer: Dist,
+    /// Applying one committed entry to the store.
+    pub apply: Dist,
+    /// One sync of the log (or of a vote) to disk.
+    pub fsync: Dist,
+}
+
+/// The protected resource's cost per write (it is a server of the user's, on the same network).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceTimes {
+    pub write: Dist,
+}
+
+/// A whole time model: a profile file, or a scenario's `[timing]` resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeModel {
+    pub name: String,
+    /// Where the figures come from: a calibration run (command, machine, date) or a published
+    /// figure named.
+    pub source: String,
+    pub network: NetworkTimes,
+    pub server: ServerTimes,
+    pub resource: ResourceTimes,
+}
+
+/// `[timing]` in a scenario: a profile by name, and any of its tables replaced.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingSpec {
+    /// A profile of `sim/core/profiles/` (`coordsim explain --profile NAME` prints one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkTimes>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerTimes>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<ResourceTimes>,
+}
+
+/// The profiles that come with coordsim: (name, file text).
+const PROFILES: [(&str, &str); 2] = [
+    ("etcd-3.4-loopback", include_str!("../profiles/etcd-3.4-loopback.toml")),
+    ("zookeeper-3.8-loopback", include_str!("../profiles/zookeeper-3.8-loopback.toml")),
+];
+
+/// The names of the profiles that come with coordsim.
+pub fn profile_names() -> impl Iterator<Item = &'static str> {
+    PROFILES.iter().map(|(name, _)| *name)
+}
+
+/// The profile `name`, parsed. `None` if there is none of that name.
+pub fn profile(name: &str) -> Option<TimeModel> {
+    let (_, text) = PROFILES.iter().find(|(n, _)| *n == name)?;
+    let model: TimeModel = toml::from_str(text).unwrap_or_else(|e| panic!("profile {name} parses: {e}"));
+    assert_eq!(model.name, name, "a profile's file names it");
+    Some(model)
+}
+
+impl TimingSpec {
+    /// The model this spec describes: its profile with the tables it gives replaced; a spec
+    /// without a profile must give every table.
+    pub fn resolve(&self) -> Result<TimeModel, ScenarioError> {
+        let base = match &self.profile {
+            Some(name) => Some(profile(name).ok_or_else(|| ScenarioError {
+                field: "timing.profile".into(),
+                message: format!(
+                    "unknown profile {name:?}: expected one of {}",
+                    profile_names().collect::<Vec<_>>().join(", ")
+                ),
+            })?),
+            None => None,
+        };
+        let missing = |table: &str| ScenarioError {
+            field: format!("timing.{table}"),
+            message: "needed without a profile (or name one: timing.profile)".into(),
+        };
+        let network = self.network.clone().or_else(|| base.as_ref().map(|b| b.network.clone()));
+        let server = self.server.clone().or_else(|| base.as_ref().map(|b| b.server.clone()));
+        let resource = self.resource.clone().or_else(|| base.as_ref().map(|b| b.resource.clone()));
+        let replaced: Vec<&str> = [
+            ("network", self.network.is_some()),
+            ("server", self.server.is_some()),
+            ("resource", self.resource.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect();
+        let (name, source) = match &base {
+            Some(base) if replaced.is_empty() => (base.name.clone(), base.source.clone()),
+            Some(base) => (
+                format!("{} with the scenario's {}", base.name, replaced.join(", ")),
+                format!("{} The scenario replaces: {}.", base.source.trim_end(), replaced.join(", ")),
+            ),
+            None => ("the scenario's own".into(), "the scenario's [timing] tables".into()),
+        };
+        let model = TimeModel {
+            name,
+            source,
+            network: network.ok_or_else(|| missing("network"))?,
+            server: server.ok_or_else(|| missing("server"))?,
+            resource: resource.ok_or_else(|| missing("resource"))?,
+        };
+        Ok(model)
+    }
+}
+
+/// A request's cost class on a server's CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RequestClass {
+    Read,
+    Write,
+    Lease,
+    /// Anything else a client asks (a watch poll, a status, a lock service call).
+    Other,
+}
+
+impl ServerTimes {
+    /// The cost of one client request of `class`.
+    pub fn request_cost(&self, class: RequestClass) -> &Dist {
+        let specific = match class {
+            RequestClass::Read => self.read.as_ref(),
+            RequestClass::Write => self.write.as_ref(),
+            RequestClass::Lease => self.lease.as_ref(),
+            RequestClass::Other => None,
+        };
+        specific.unwrap_or(&self.request)
+    }
+}
+
+/// The figures of a model as (what, distribution) lines, for a history header or `explain`.
+pub fn describe(model: &TimeModel) -> BTreeMap<&'static str, String> {
+    let mut lines = BTreeMap::new();
+    lines.insert("network latency", model.network.latency.to_string());
+    if let Some(peer) = &model.network.peer {
+        lines.insert("network peer latency", peer.to_string());
+    }
+    lines.insert("server request", model.server.request.to_string());
+    for (name, dist) in [("server read", &model.server.read), ("server write", &model.server.write)] {
+        if let Some(dist) = dist {
+            lines.insert(name, dist.to_string());
+        }
+    }
+    if let Some(lease) = &model.server.lease {
+        lines.insert("server lease", lease.to_string());
+    }
+    lines.insert("server peer message", model.server.peer.to_string());
+    lines.insert("server apply", model.server.apply.to_string());
+    lines.insert("server fsync", model.server.fsync.to_string());
+    lines.insert("resource write", model.resource.write.to_string());
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn dist(text: &str) -> Result<Dist, String> {
+        #[derive(Deserialize)]
+        struct One {
+            d: Dist,
+        }
+        toml::from_str::<One>(&format!("d = {text}")).map(|one| one.d).map_err(|e| e.message().to_string())
+    }
+
+    #[test]
+    fn a_draw_interpolates_between_quantiles() {
+        let d = dist(r#"{ min = "1ms", p50 = "2ms", p90 = "10ms", max = "20ms" }"#).unwrap();
+        assert_eq!(d.at(0.0), ms(1));
+        assert_eq!(d.at(0.25), Duration::from_micros(1500));
+        assert_eq!(d.at(0.5), ms(2));
+        assert_eq!(d.at(0.7), ms(6));
+        assert_eq!(d.at(0.95), ms(15));
+        assert_eq!(d.at(1.0), ms(20));
+        assert_eq!(dist(r#""3ms""#).unwrap().at(0.42), ms(3));
+        assert_eq!(Dist::uniform(ms(1), ms(10)).at(0.5), Duration::from_micros(5500));
+    }
+
+    #[test]
+    fn bad_distributions_say_what_is_wrong() {
+        assert!(dist(r#"{ p50 = "2ms", max = "3ms" }"#).unwrap_err().contains("needs min"));
+        assert!(dist(r#"{ min = "2ms", p50 = "1ms", max = "3ms" }"#).unwrap_err().contains("must not decrease"));
+        assert!(dist(r#"{ min = "1ms", p75 = "2ms", max = "3ms" }"#).unwrap_err().contains("unknown quantile `p75`"));
+        assert!(dist(r#"{ min = "1ms", p0 = "1ms", max = "3ms" }"#).unwrap_err().contains("twice"));
+        assert!(dist(r#"{ min = "1ms", max = "11s" }"#).unwrap_err().contains("at most 10s"));
+        assert!(dist(r#""fast""#).unwrap_err().contains("invalid duration"));
+    }
+
+    #[test]
+    fn a_distribution_reads_back_as_written() {
+        let text = r#"{ min = "50us", p50 = "120us", p99 = "1ms", max = "2ms" }"#;
+        let d = dist(text).unwrap();
+        assert_eq!(dist(&d.to_string()).unwrap(), d);
+        assert_eq!(dist("\"7ms\"").unwrap().to_string(), "7ms");
+    }
+
+    #[test]
+    fn every_profile_parses_and_names_itself() {
+        for name in profile_names() {
+            let model = profile(name).unwrap();
+            assert!(!model.source.trim().is_empty(), "{name} says where its figures come from");
+        }
+    }
+
+    #[test]
+    fn a_scenario_replaces_a_profiles_tables() {
+        let spec = TimingSpec {
+            profile: Some("etcd-3.4-loopback".into()),
+            network: Some(NetworkTimes { latency: Dist::fixed(ms(5)), peer: None }),
+            ..TimingSpec::default()
+        };
+        let model = spec.resolve().unwrap();
+        assert_eq!(model.network.latency, Dist::fixed(ms(5)));
+        assert_eq!(model.server, profile("etcd-3.4-loopback").unwrap().server);
+        assert!(model.name.contains("with the scenario's network"), "{}", model.name);
+        let unknown = TimingSpec { profile: Some("etcd-9".into()), ..TimingSpec::default() }.resolve().unwrap_err();
+        assert_eq!(unknown.field, "timing.profile");
+        let bare = TimingSpec::default().resolve().unwrap_err();
+        assert_eq!(bare.field, "timing.network");
+    }
+}

@@ -1,0 +1,142 @@
+//! The time model's driver (`coordsim_core::timing` says what; this spends it): a server's one
+//! CPU, on which requests, Raft messages and applies wait their turn, and its one disk, on which
+//! log appends wait for an fsync. Draws come from madsim's seeded generator; waits are exact
+//! ([`crate::net::sleep_until_exact`]) and in true time.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use coordsim_core::timing::Dist;
+use madsim::rand::Rng;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::net::sleep_until_exact;
+
+pub use coordsim_core::timing::{RequestClass, ServerTimes, TimeModel};
+
+/// One draw from `dist` (none from the generator when every draw is the same, so a model of
+/// fixed costs takes nothing from the run's random stream).
+pub fn draw(dist: &Dist) -> Duration {
+    if dist.median() == dist.max() && dist.at(0.0) == dist.max() {
+        return dist.max();
+    }
+    dist.at(madsim::rand::thread_rng().r#gen::<f64>())
+}
+
+/// A processor that does one thing at a time, first come first served: each piece of work
+/// waits for the ones before it, then takes its cost. One per server (and the resource), made
+/// when the node starts, so a restarted node starts idle.
+#[derive(Debug, Default)]
+pub struct Cpu {
+    state: Mutex<CpuState>,
+}
+
+#[derive(Debug, Default)]
+struct CpuState {
+    /// When the last piece of work queued so far is done.
+    busy_until: Option<Instant>,
+    /// Pieces queued or running.
+    queued: usize,
+    /// The most ever queued at once.
+    deepest: usize,
+}
+
+impl Cpu {
+    /// Waits for the CPU, then spends `cost` on it.
+    pub async fn spend(&self, cost: Duration) {
+        if cost.is_zero() {
+            return;
+        }
+        let done = {
+            let mut state = self.state.lock().expect("cpu lock poisoned");
+            let now = Instant::now();
+            let start = state.busy_until.filter(|busy| *busy > now).unwrap_or(now);
+            state.busy_until = Some(start + cost);
+            state.queued += 1;
+            state.deepest = state.deepest.max(state.queued);
+            start + cost
+        };
+        // Counted out even if the waiting task is dropped (a killed node, a cancelled request).
+        struct Done<'a>(&'a Cpu);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.state.lock().expect("cpu lock poisoned").queued -= 1;
+            }
+        }
+        let _done = Done(self);
+        sleep_until_exact(done).await;
+    }
+
+    /// Pieces of work queued or running now.
+    pub fn queued(&self) -> usize {
+        self.state.lock().expect("cpu lock poisoned").queued
+    }
+
+    /// The most pieces of work ever queued at once.
+    pub fn deepest(&self) -> usize {
+        self.state.lock().expect("cpu lock poisoned").deepest
+    }
+}
+
+/// A server's disk: syncs one at a time; what is written while a sync runs waits for the next
+/// one, which takes it all (group commit: etcd's WAL syncs what a Ready batch holds, ZooKeeper's
+/// SyncRequestProcessor flushes a group of transactions at once).
+#[derive(Clone, Debug)]
+pub struct Disk {
+    writes: mpsc::UnboundedSender<oneshot::Sender<()>>,
+}
+
+impl Disk {
+    /// Starts the disk's task on the running node: it dies with the node.
+    pub fn start(fsync: Dist) -> Disk {
+        let (writes, mut pending) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+        madsim::task::spawn(async move {
+            while let Some(first) = pending.recv().await {
+                let mut batch = vec![first];
+                while let Ok(more) = pending.try_recv() {
+                    batch.push(more);
+                }
+                sleep_until_exact(Instant::now() + draw(&fsync)).await;
+                for write in batch {
+                    let _ = write.send(());
+                }
+            }
+        });
+        Disk { writes }
+    }
+
+    /// Waits until what was written before this call is on disk (`false`: the disk is gone
+    /// with its node).
+    pub async fn sync(&self) -> bool {
+        let (done, synced) = oneshot::channel();
+        self.writes.send(done).is_ok() && synced.await.is_ok()
+    }
+}
+
+/// A server's costs and its CPU.
+#[derive(Debug)]
+pub struct ServerCosts {
+    pub times: ServerTimes,
+    pub cpu: Cpu,
+}
+
+impl ServerCosts {
+    pub fn new(times: ServerTimes) -> Arc<ServerCosts> {
+        Arc::new(ServerCosts { times, cpu: Cpu::default() })
+    }
+
+    /// A client request of `class` takes its turn on the CPU.
+    pub async fn request(&self, class: RequestClass) {
+        self.cpu.spend(draw(self.times.request_cost(class))).await;
+    }
+
+    /// A Raft message takes its turn on the CPU.
+    pub async fn peer_message(&self) {
+        self.cpu.spend(draw(&self.times.peer)).await;
+    }
+
+    /// Applying one entry takes its turn on the CPU.
+    pub async fn apply(&self) {
+        self.cpu.spend(draw(&self.times.apply)).await;
+    }
+}
