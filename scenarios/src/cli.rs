@@ -78,6 +78,12 @@ enum Command {
         /// list); `coordsim merge` combines the shards' sweep.json files.
         #[arg(long, value_parser = parse_shard)]
         shard: Option<Shards>,
+        /// Run every scenario on this time profile, whatever its `[timing]` says
+        /// (docs/time.md): a profile's name, `auto` (each scenario on its service's calibrated
+        /// profile: etcd-3.4-loopback, or zookeeper-3.8-loopback for ZooKeeper clients), or
+        /// `none` (1-10 ms messages, servers that cost nothing).
+        #[arg(long)]
+        profile: Option<String>,
     },
     /// Measure detection: for each bug switch, run its swarm scenario (swarm-<switch>) over the
     /// seeds with the switch on (detection rate, seeds to detection, properties that caught it)
@@ -299,12 +305,13 @@ pub fn main(cli: Cli) -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { scenario } => crate::explain::explain(&scenario),
-        Command::Run { scenarios, seed, seeds, out, jobs, report, show_plan, bugs, shard } => {
+        Command::Run { scenarios, seed, seeds, out, jobs, report, show_plan, bugs, shard, profile } => {
             let selection = SeedSelection::new(seed, seeds, shard);
             if show_plan {
                 show_plans(&scenarios, &selection.seeds)
             } else {
-                run(&scenarios, &selection, &out, jobs, report, bugs.as_deref())
+                let options = RunOptions { bugs: bugs.as_deref(), profile: profile.as_deref() };
+                run(&scenarios, &selection, &out, jobs, report, options)
             }
         }
         Command::Sweep { bugs, seeds: (first, last), shard, jobs, out } => {
@@ -413,13 +420,46 @@ fn show_plans(args: &[String], seeds: &[u64]) -> Result<ExitCode, InputError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `coordsim run` changes in every scenario it runs.
+#[derive(Clone, Copy, Debug, Default)]
+struct RunOptions<'a> {
+    /// `--bugs`: switches turned on.
+    bugs: Option<&'a str>,
+    /// `--profile`: the time profile (`auto`, `none`, or a name).
+    profile: Option<&'a str>,
+}
+
+/// Sets every scenario's `[timing]` as `--profile` says.
+fn override_profile(loaded: &mut [Loaded], profile: &str) -> Result<(), InputError> {
+    use coordsim_sim::scenario::TimingSpec;
+    use coordsim_sim::timing::{auto_profile, profile_names};
+    if !matches!(profile, "auto" | "none") && !profile_names().any(|name| name == profile) {
+        let names: Vec<&str> = profile_names().collect();
+        return Err(InputError::Usage(format!(
+            "--profile {profile:?}: expected auto, none or one of {}",
+            names.join(", ")
+        )));
+    }
+    for scenario in loaded {
+        let name = match profile {
+            "none" => None,
+            "auto" => Some(auto_profile(scenario.scenario.uses_zookeeper())),
+            name => Some(name),
+        };
+        scenario.scenario.timing =
+            name.map(|name| TimingSpec { profile: Some(name.to_string()), ..Default::default() });
+        scenario.arg = format!("{} --profile {profile}", scenario.arg);
+    }
+    Ok(())
+}
+
 fn run(
     args: &[String],
     selection: &SeedSelection,
     out: &Path,
     jobs: Option<usize>,
     formats: report_cmd::Formats,
-    bugs: Option<&str>,
+    options: RunOptions,
 ) -> Result<ExitCode, InputError> {
     let seeds = selection.seeds.as_slice();
     if seeds.is_empty() {
@@ -427,7 +467,7 @@ fn run(
     }
     let mut loaded = resolve_all(args)?;
     let mut args = args.to_vec();
-    if let Some(bugs) = bugs {
+    if let Some(bugs) = options.bugs {
         let switches = crate::switches::parse_list(bugs)?;
         for scenario in &mut loaded {
             scenario.scenario.bugs = crate::switches::turn_on(&scenario.scenario.bugs, &switches);
@@ -435,6 +475,10 @@ fn run(
             scenario.arg = format!("{} --bugs {}", scenario.arg, switches.join(","));
         }
         args.push(format!("--bugs {}", switches.join(",")));
+    }
+    if let Some(profile) = options.profile {
+        override_profile(&mut loaded, profile)?;
+        args.push(format!("--profile {profile}"));
     }
     let args = args.as_slice();
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

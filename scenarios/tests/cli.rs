@@ -94,6 +94,31 @@ fn metrics_prints_latency_handoff_and_drain_side_by_side() {
     assert_bad_input(&coordsim(&["metrics", empty.to_str().unwrap()]), &["no history"]);
 }
 
+#[test]
+fn profile_puts_every_scenario_on_a_time_profile_and_replays_with_it() {
+    let dir = scratch("profile");
+    let out = dir.to_str().unwrap();
+    let run = coordsim(&["run", "hundred-requests-zk-queue-lock", "--seed", "1", "--profile", "auto", "--out", out]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let summary = std::fs::read_to_string(dir.join("hundred-requests-zk-queue-lock/seed-1/summary.json")).unwrap();
+    assert!(summary.contains("run hundred-requests-zk-queue-lock --profile auto --seed 1"), "the replay keeps the profile: {summary}");
+    // On ZooKeeper's loopback profile the queue drains in about 6 s, not the 10 s of 1-10 ms links.
+    let drain_us: u64 = summary
+        .split("\"drain_us\": ")
+        .nth(1)
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((4_000_000..8_000_000).contains(&drain_us), "drain {drain_us} µs");
+    assert_bad_input(
+        &coordsim(&["run", "split-brain-gc-pause", "--seed", "1", "--profile", "etcd-9", "--out", out]),
+        &["--profile", "etcd-3.4-loopback"],
+    );
+}
+
 fn assert_bad_input(out: &Output, needles: &[&str]) {
     assert_eq!(out.status.code(), Some(2), "stdout: {} stderr: {}", text(&out.stdout), text(&out.stderr));
     let stderr = text(&out.stderr);

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::net::sleep_until_exact;
 
-pub use coordsim_core::timing::{RequestClass, ServerTimes, TimeModel};
+pub use coordsim_core::timing::{RequestClass, ServerTimes, TimeModel, auto_profile, profile, profile_names};
 
 /// One draw from `dist` (none from the generator when every draw is the same, so a model of
 /// fixed costs takes nothing from the run's random stream).

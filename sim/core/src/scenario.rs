@@ -1159,6 +1159,13 @@ impl Scenario {
         })
     }
 
+    /// Whether the clients talk to the ZooKeeper view (a ZooKeeper recipe, or `[kv] api =
+    /// "zookeeper"`) rather than to etcd's API.
+    pub fn uses_zookeeper(&self) -> bool {
+        self.lock.as_ref().is_some_and(|lock| lock.recipe.is_zookeeper())
+            || self.kv.as_ref().is_some_and(|kv| kv.api == KvApi::Zookeeper)
+    }
+
     /// The lock workload's settings (validated: present when `kv` is absent).
     pub fn lock_spec(&self) -> Option<(&LockSpec, &ResourceSpec)> {
         self.lock.as_ref().zip(self.resource.as_ref())

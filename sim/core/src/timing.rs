@@ -256,6 +256,12 @@ pub fn profile_names() -> impl Iterator<Item = &'static str> {
     PROFILES.iter().map(|(name, _)| *name)
 }
 
+/// The calibrated profile of the service a scenario's clients talk to (`auto`): ZooKeeper's for
+/// a scenario that uses ZooKeeper, etcd's otherwise (Redis servers take its network only).
+pub fn auto_profile(uses_zookeeper: bool) -> &'static str {
+    if uses_zookeeper { "zookeeper-3.8-loopback" } else { "etcd-3.4-loopback" }
+}
+
 /// The profile `name`, parsed. `None` if there is none of that name.
 pub fn profile(name: &str) -> Option<TimeModel> {
     let (_, text) = PROFILES.iter().find(|(n, _)| *n == name)?;
