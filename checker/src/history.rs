@@ -375,6 +375,10 @@ pub enum FaultKind {
     DropReplies,
     /// Messages on one directed link are held back.
     LinkDelay,
+    /// A server's disk syncs take this long each (a slow or saturated disk).
+    SlowDisk,
+    /// A server's CPU costs are multiplied (a starved or throttled CPU).
+    SlowCpu,
 }
 
 impl FaultKind {
@@ -391,6 +395,8 @@ impl FaultKind {
             FaultKind::Latency => "latency",
             FaultKind::DropReplies => "drop-replies",
             FaultKind::LinkDelay => "link-delay",
+            FaultKind::SlowDisk => "slow-disk",
+            FaultKind::SlowCpu => "slow-cpu",
         }
     }
 }

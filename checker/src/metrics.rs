@@ -56,7 +56,14 @@ pub struct Requests {
     /// Successful requests per second of true time, from the first invoke of this kind to the
     /// last `ok`; 0 when they all happened at one instant.
     pub per_s: f64,
+    /// The most requests of this kind sent in one [`PEAK_WINDOW_NS`] window, per second: the
+    /// burst a server sees (a release that wakes every waiter), where `per_s` is the average.
+    #[serde(default)]
+    pub peak_per_s: u64,
 }
+
+/// The window over which [`Requests::peak_per_s`] counts requests sent: 100 ms.
+pub const PEAK_WINDOW_NS: u64 = 100_000_000;
 
 /// One lock's (or semaphore's) grants: how fast the lock moved from holder to holder.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,6 +128,9 @@ fn requests(history: &History) -> BTreeMap<String, Requests> {
         unknown: u64,
         first_invoke_ns: u64,
         last_ok_ns: u64,
+        /// Invokes in the current window (its index), and the most in any window so far.
+        window: (u64, u64),
+        peak: u64,
     }
     let mut open: BTreeMap<OpId, (String, u64)> = BTreeMap::new();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
@@ -128,13 +138,21 @@ fn requests(history: &History) -> BTreeMap<String, Requests> {
         match &entry.event {
             Event::Invoke { op, call } => {
                 let kind = kind(call);
-                tallies.entry(kind.clone()).or_insert(Tally {
+                let tally = tallies.entry(kind.clone()).or_insert(Tally {
                     latencies_ns: Vec::new(),
                     failed: 0,
                     unknown: 0,
                     first_invoke_ns: entry.time_ns,
                     last_ok_ns: entry.time_ns,
+                    window: (entry.time_ns / PEAK_WINDOW_NS, 0),
+                    peak: 0,
                 });
+                let window = entry.time_ns / PEAK_WINDOW_NS;
+                if window != tally.window.0 {
+                    tally.window = (window, 0);
+                }
+                tally.window.1 += 1;
+                tally.peak = tally.peak.max(tally.window.1);
                 open.insert(*op, (kind, entry.time_ns));
             }
             Event::Ok { op, .. } | Event::Fail { op, .. } | Event::Info { op, .. } => {
@@ -163,7 +181,8 @@ fn requests(history: &History) -> BTreeMap<String, Requests> {
             let oks = tally.latencies_ns.len() as f64;
             let per_s = if span_ns == 0 { 0.0 } else { (oks * 1e10 / span_ns as f64).round() / 10.0 };
             let ok = Spread::of(tally.latencies_ns)?;
-            Some((kind, Requests { ok, failed: tally.failed, unknown: tally.unknown, per_s }))
+            let peak_per_s = tally.peak * (1_000_000_000 / PEAK_WINDOW_NS);
+            Some((kind, Requests { ok, failed: tally.failed, unknown: tally.unknown, per_s, peak_per_s }))
         })
         .collect()
 }
@@ -270,6 +289,7 @@ mod tests {
         assert_eq!((puts.ok.count, puts.ok.p50_us, puts.ok.max_us), (2, 3_000, 4_000));
         assert_eq!((puts.failed, puts.unknown), (0, 1));
         assert_eq!(puts.per_s, 200.0, "2 puts from 0 to 10 ms");
+        assert_eq!(puts.peak_per_s, 30, "3 puts sent in the first 100 ms window");
         // The get never completed: no latency to give, so no entry.
         assert!(!metrics.requests.contains_key("get"));
     }

@@ -48,6 +48,9 @@ fn clock_env(scenario: &Scenario) -> std::collections::BTreeMap<String, Vec<(Str
 const NEMESIS: &str = "nemesis";
 /// The resource's node name, as in simulated runs.
 pub const RESOURCE: &str = "resource";
+/// The file in a run's cluster folder that holds the servers' own counters at the run's end
+/// (`Cluster::server_metrics`, one `# <server>` heading per server).
+pub const SERVER_METRICS: &str = "server-metrics.txt";
 /// Operation ids of client incarnation k of client i start at `(i * 16 + k + 1) * OP_SPACING`.
 const OP_SPACING: u64 = 1_000_000;
 /// How often the orchestrator asks who leads (for `role` records and `leader` targets) and which
@@ -185,6 +188,14 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
                         format!("network faults need a network namespace per node: {reason}"),
                     ));
                 }
+            }
+            Fault::SlowDisk { .. } | Fault::SlowCpu { .. } => {
+                return Err(unsupported(
+                    field,
+                    "slow-disk and slow-cpu slow the simulator's time model; on a real cluster a slow \
+                     disk needs a device of its own (dm-delay) and a slow CPU a cgroup quota, which \
+                     this runner does not set up",
+                ));
             }
             Fault::DropReplies { .. } => {
                 return Err(unsupported(
@@ -436,6 +447,13 @@ async fn drive<C: Cluster>(
             )?;
         }
     }
+    // The servers' own counters, for the time model's calibration (`coordsim real calibrate`).
+    let mut counters = String::new();
+    for (server, text) in cluster.server_metrics().await {
+        counters.push_str(&format!("# {server}\n{text}"));
+    }
+    let metrics_file = dirs.cluster().join(SERVER_METRICS);
+    std::fs::write(&metrics_file, counters).map_err(|e| format!("{}: {e}", metrics_file.display()))?;
     procs.kill_all();
     drop(cluster);
     merge(scenario, system, run, duration_ns, &[nemesis_journal, resource_journal], &clients, scenario.cluster.servers)

@@ -6,6 +6,7 @@
 
 pub mod bench_check;
 pub mod bug_sweep;
+pub mod calibrate;
 pub mod check;
 pub mod cli;
 pub mod etcd;

@@ -81,7 +81,9 @@ pub fn table(columns: &[(&str, &Metrics)]) -> Vec<String> {
     };
     for kind in &kinds {
         row(format!("{kind} latency"), &|m| spread(m.requests.get(*kind).map(|r| &r.ok)));
-        row(format!("{kind} ok per s"), &|m| m.requests.get(*kind).map_or("-".into(), |r| format!("{:.1}", r.per_s)));
+        row(format!("{kind} ok per s (sent per s at peak)"), &|m| {
+            m.requests.get(*kind).map_or("-".into(), |r| format!("{:.1} ({})", r.per_s, r.peak_per_s))
+        });
         row(format!("{kind} failed / unknown"), &|m| {
             m.requests.get(*kind).map_or("-".into(), |r| format!("{} / {}", r.failed, r.unknown))
         });

@@ -32,6 +32,29 @@ enum RealCommand {
     /// (etcd for etcd recipes, ZooKeeper for ZooKeeper ones), and print, as Markdown, where the
     /// verdicts of the properties a real run judges agree. Progress goes to stderr.
     Fidelity(FidelityArgs),
+    /// Fit the time model to the real services on this machine (docs/time.md): the
+    /// hundred-request workload on real etcd and ZooKeeper, the links from the resource's round
+    /// trips, fsync from the servers' own counters, one CPU factor by bisection on the median
+    /// unlock; then handoff, drain and the rest printed beside the real figures, as Markdown.
+    /// Progress goes to stderr.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Args, Debug)]
+struct CalibrateArgs {
+    /// Real runs per service, each on a fresh cluster.
+    #[arg(long, default_value_t = 1)]
+    runs: u64,
+    /// Simulator seeds 1..N per evaluation.
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// Output folder of the real runs (<out>/<system>/<scenario>/run-N/).
+    #[arg(long, default_value = "target/coordsim/calibrate")]
+    out: PathBuf,
+    /// Write the fitted profiles into this folder as <profile>.toml (sim/core/profiles/ to
+    /// replace the built-in ones; they take effect in the next build).
+    #[arg(long)]
+    write_profiles: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -125,6 +148,7 @@ pub fn run(args: RealArgs) -> Result<ExitCode, InputError> {
         RealCommand::Etcd(run) => run_real(&run, SystemArg::Etcd),
         RealCommand::Zookeeper(run) => run_real(&run, SystemArg::Zookeeper),
         RealCommand::Fidelity(args) => fidelity(&args),
+        RealCommand::Calibrate(args) => calibrate(&args),
     }
 }
 
@@ -200,6 +224,11 @@ fn run_real(_: &RunArgs, _: SystemArg) -> Result<ExitCode, InputError> {
          (the `real` feature; scripts/install-real.sh installs what it needs)"
             .into(),
     ))
+}
+
+#[cfg(not(feature = "real"))]
+fn calibrate(_: &CalibrateArgs) -> Result<ExitCode, InputError> {
+    fidelity(&FidelityArgs { scenarios: Vec::new(), seeds: 1, runs: 1, out: PathBuf::new() })
 }
 
 #[cfg(not(feature = "real"))]
@@ -587,4 +616,237 @@ fn fresh_dir(dir: &Path) -> Result<(), InputError> {
     }
     std::fs::create_dir_all(dir).map_err(io)?;
     crate::owned::claim(dir, RUN_ENTRIES)
+}
+
+/// The simulator's figures for `scenario` on `model`, one per seed 1..=seeds.
+#[cfg(feature = "real")]
+fn simulated_figures(
+    scenario: &coordsim_sim::scenario::Scenario,
+    model: &coordsim_sim::timing::TimeModel,
+    seeds: u64,
+) -> Result<Vec<crate::calibrate::Figures>, String> {
+    let mut scenario = scenario.clone();
+    scenario.timing = Some(coordsim_sim::scenario::TimingSpec {
+        profile: None,
+        network: Some(model.network.clone()),
+        server: Some(model.server.clone()),
+        resource: Some(model.resource.clone()),
+    });
+    let mut figures = Vec::new();
+    for seed in 1..=seeds {
+        match crate::sweep::run_seed(&scenario, &scenario.name, seed) {
+            crate::sweep::SeedResult::Done { summary, .. } => {
+                figures.push(crate::calibrate::Figures::of(summary.metrics.as_ref().expect("runs measure")));
+            }
+            crate::sweep::SeedResult::Crashed { message, .. } | crate::sweep::SeedResult::Stopped { message, .. } => {
+                return Err(format!("{} seed {seed}: {message}", scenario.name));
+            }
+        }
+    }
+    Ok(figures)
+}
+
+/// Today's date (UTC) by the system's `date`, for a calibrated profile's heading.
+#[cfg(feature = "real")]
+fn today() -> String {
+    let output = std::process::Command::new("date").args(["-u", "+%Y-%m-%d"]).output();
+    output.ok().and_then(|o| String::from_utf8(o.stdout).ok()).map_or("an unknown date".into(), |d| d.trim().into())
+}
+
+/// The real runs of one calibration scenario: each run's figures, and the servers' counters.
+#[cfg(feature = "real")]
+struct RealRuns {
+    figures: Vec<crate::calibrate::Figures>,
+    writes: Vec<coordsim_checker::metrics::Spread>,
+    counters: String,
+}
+
+#[cfg(feature = "real")]
+fn real_runs(
+    args: &CalibrateArgs,
+    scenario: &coordsim_sim::scenario::Scenario,
+    system: coordsim_real::System,
+    exe: &Path,
+) -> Result<Result<RealRuns, ExitCode>, InputError> {
+    let name = &scenario.name;
+    eprintln!("{name}: {} real {} run(s)", args.runs, system.name());
+    let mut runs = RealRuns { figures: Vec::new(), writes: Vec::new(), counters: String::new() };
+    let _claim = claim_folder(&args.out.join(system.name()).join(name))?;
+    for run in 1..=args.runs {
+        let dir = args.out.join(system.name()).join(name).join(format!("run-{run}"));
+        fresh_dir(&dir)?;
+        let result = match one_real_run(scenario, system, run, &dir, exe) {
+            Ok(result) => result,
+            Err(code) => return Ok(Err(code)),
+        };
+        remove_data(&dir)?;
+        crate::owned::write(&dir.join("history.json"), result.history.to_json())?;
+        let metrics = coordsim_checker::metrics::of(&result.history);
+        runs.writes.extend(metrics.requests.get("write").map(|w| w.ok.clone()));
+        runs.figures.push(crate::calibrate::Figures::of(&metrics));
+        let file = dir.join("cluster").join(coordsim_real::run::SERVER_METRICS);
+        runs.counters.push_str(&std::fs::read_to_string(&file).unwrap_or_default());
+    }
+    Ok(Ok(runs))
+}
+
+/// The median over seeds of one figure of the simulator's runs of `scenario` on `model`.
+#[cfg(feature = "real")]
+fn simulated_median(
+    scenario: &coordsim_sim::scenario::Scenario,
+    model: &coordsim_sim::timing::TimeModel,
+    seeds: u64,
+    figure: fn(&crate::calibrate::Figures) -> Option<u64>,
+) -> Result<u64, String> {
+    let figures = simulated_figures(scenario, model, seeds)?;
+    let values: Vec<u64> = figures.iter().filter_map(figure).collect();
+    crate::calibrate::median(&values)
+        .ok_or_else(|| format!("{}: no such figure in the simulator's runs", scenario.name))
+}
+
+#[cfg(feature = "real")]
+fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
+    use crate::calibrate::{self, Figures};
+    use coordsim_real::System;
+
+    if args.seeds == 0 || args.seeds > 100 || args.runs == 0 || args.runs > 20 {
+        return Err(InputError::Usage(format!("--seeds {} must be 1..100 and --runs {} 1..20", args.seeds, args.runs)));
+    }
+    let exe = std::env::current_exe().map_err(|error| InputError::Io { path: "current executable".into(), error })?;
+    // (system, queue-lock scenario, herd scenario, profile)
+    let services = [
+        (System::Etcd, "hundred-requests-etcd-mutex", "hundred-requests-etcd-cas", "etcd-3.4-loopback"),
+        (
+            System::Zookeeper,
+            "hundred-requests-zk-queue-lock",
+            "hundred-requests-zk-herd-lock",
+            "zookeeper-3.8-loopback",
+        ),
+    ];
+    let mut tables = Vec::new();
+    for (system, queue_name, herd_name, profile) in services {
+        let queue = load::resolve(queue_name)?.scenario;
+        let herd = load::resolve(herd_name)?.scenario;
+        let queue_real = match real_runs(args, &queue, system, &exe)? {
+            Ok(runs) => runs,
+            Err(code) => return Ok(code),
+        };
+        let herd_real = match real_runs(args, &herd, system, &exe)? {
+            Ok(runs) => runs,
+            Err(code) => return Ok(code),
+        };
+        let fail = |why: String| InputError::Usage(format!("calibrating {profile}: {why}"));
+        let real_median = |runs: &RealRuns, figure: fn(&Figures) -> Option<u64>| {
+            calibrate::median(&runs.figures.iter().filter_map(figure).collect::<Vec<_>>())
+        };
+        let base = coordsim_sim::timing::profile(profile).expect("a built-in profile");
+        let mut model = base.clone();
+        // Step 1, links: the shape of the run whose writes were the median's, then its scale.
+        let mut writes = queue_real.writes.clone();
+        writes.sort_by_key(|w| w.p50_us);
+        let write = writes.get(writes.len().saturating_sub(1) / 2).ok_or_else(|| fail("no resource write".into()))?;
+        model.network.latency = calibrate::link_dist(write, model.resource.write.median()).map_err(fail)?;
+        let write_target = real_median(&queue_real, |f| f.resource_write_us).ok_or_else(|| fail("no write".into()))?;
+        // Step 2, fsync: every run's counters of both scenarios.
+        let counters = format!("{}{}", queue_real.counters, herd_real.counters);
+        let fsync =
+            calibrate::fsync_counters(&counters).ok_or_else(|| fail("the servers gave no fsync counters".into()))?;
+        model.server.fsync = calibrate::fsync_dist(&fsync).map_err(fail)?;
+        let unlock_target = real_median(&queue_real, |f| f.unlock_us).ok_or_else(|| fail("no unlock".into()))?;
+        let drain_target = real_median(&herd_real, |f| f.drain_us).ok_or_else(|| fail("no drain".into()))?;
+        let mut failure: Option<String> = None;
+        let mut measure = |scenario: &coordsim_sim::scenario::Scenario,
+                           model: &coordsim_sim::timing::TimeModel,
+                           figure: fn(&Figures) -> Option<u64>,
+                           what: &str| {
+            match simulated_median(scenario, model, args.seeds, figure) {
+                Ok(value) => {
+                    eprintln!("  {what}: simulated {}", calibrate::show_us(value));
+                    value as f64
+                }
+                Err(error) => {
+                    failure.get_or_insert(error);
+                    f64::INFINITY
+                }
+            }
+        };
+        let links = calibrate::bisect(0.2, 5.0, 7, write_target as f64, |k| {
+            measure(&queue, &calibrate::with_link_scale(&model, k), |f| f.resource_write_us, &format!("links x{k:.3}"))
+        });
+        model = calibrate::with_link_scale(&model, links);
+        let (mut overhead, mut cpu) = (1.0, 1.0);
+        for _ in 0..2 {
+            let fixed_cpu = calibrate::with_cpu_scale(&model, cpu);
+            overhead = calibrate::bisect(0.05, 20.0, 7, unlock_target as f64, |k| {
+                let candidate = calibrate::with_overhead_scale(&fixed_cpu, k);
+                measure(&queue, &candidate, |f| f.unlock_us, &format!("overhead x{k:.3}, unlock"))
+            });
+            let fixed_overhead = calibrate::with_overhead_scale(&model, overhead);
+            cpu = calibrate::bisect(0.05, 20.0, 7, drain_target as f64, |k| {
+                let candidate = calibrate::with_cpu_scale(&fixed_overhead, k);
+                measure(&herd, &candidate, |f| f.drain_us, &format!("CPU x{k:.3}, herd drain"))
+            });
+        }
+        if let Some(error) = failure {
+            eprintln!("error: {error}");
+            return Ok(ExitCode::from(1));
+        }
+        let mut fitted = calibrate::with_cpu_scale(&calibrate::with_overhead_scale(&model, overhead), cpu);
+        fitted.source = format!(
+            "Written by `coordsim real calibrate --runs {runs}` on this machine: {runs} real run(s) each of \
+             {queue_name} and {herd_name} on {system}. Links: half the resource write's round trip, scaled x{links:.3} \
+             to its real median ({write}). fsync: the servers' own counters ({fsync}). Request overhead: the \
+             built-in shape x{overhead:.3}, so that {queue_name}'s median unlock is the real {unlock}. CPU costs: \
+             the built-in shapes x{cpu:.3}, so that {herd_name}'s drain is the real {drain}. Simulator seeds 1..{seeds}.",
+            runs = args.runs,
+            system = system.name(),
+            write = calibrate::show_us(write_target),
+            fsync = match &fsync {
+                calibrate::FsyncCounters::Histogram(_) => "etcd_disk_wal_fsync_duration_seconds".to_string(),
+                calibrate::FsyncCounters::MeanMax { count, sum_ms, max_ms } => {
+                    format!("mntr: {count} syncs, mean {:.2} ms, max {max_ms} ms", *sum_ms as f64 / *count as f64)
+                }
+            },
+            unlock = calibrate::show_us(unlock_target),
+            drain = calibrate::show_us(drain_target),
+            seeds = args.seeds,
+        );
+        if let Some(folder) = &args.write_profiles {
+            let text = calibrate::profile_file(&fitted, &today()).map_err(fail)?;
+            let path = folder.join(format!("{profile}.toml"));
+            std::fs::write(&path, text).map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
+            eprintln!("  wrote {}", path.display());
+        }
+        for (scenario, real) in [(&queue, &queue_real), (&herd, &herd_real)] {
+            let fitted_figures = simulated_figures(scenario, &fitted, args.seeds).map_err(fail)?;
+            let built_in = simulated_figures(scenario, &base, args.seeds).map_err(fail)?;
+            let mut table = format!(
+                "### {} on {} ({profile})\n\n| median unless said | real ({} runs) | simulator, fitted (seeds 1..{}) | \
+                 simulator, built-in profile |\n|---|---|---|---|\n",
+                scenario.name,
+                system.name(),
+                args.runs,
+                args.seeds
+            );
+            for (row, _) in Figures::default().rows() {
+                let values = |figures: &[Figures]| -> Vec<u64> {
+                    figures
+                        .iter()
+                        .filter_map(|f| f.rows().into_iter().find(|(r, _)| *r == row).and_then(|(_, v)| v))
+                        .collect()
+                };
+                table.push_str(&format!(
+                    "| {row} | {} | {} | {} |\n",
+                    calibrate::range(&values(&real.figures)),
+                    calibrate::range(&values(&fitted_figures)),
+                    calibrate::range(&values(&built_in))
+                ));
+            }
+            tables.push(table);
+        }
+    }
+    for table in tables {
+        crate::outln!("{table}");
+    }
+    Ok(ExitCode::SUCCESS)
 }

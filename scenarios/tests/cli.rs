@@ -101,7 +101,10 @@ fn profile_puts_every_scenario_on_a_time_profile_and_replays_with_it() {
     let run = coordsim(&["run", "hundred-requests-zk-queue-lock", "--seed", "1", "--profile", "auto", "--out", out]);
     assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
     let summary = std::fs::read_to_string(dir.join("hundred-requests-zk-queue-lock/seed-1/summary.json")).unwrap();
-    assert!(summary.contains("run hundred-requests-zk-queue-lock --profile auto --seed 1"), "the replay keeps the profile: {summary}");
+    assert!(
+        summary.contains("run hundred-requests-zk-queue-lock --profile auto --seed 1"),
+        "the replay keeps the profile: {summary}"
+    );
     // On ZooKeeper's loopback profile the queue drains in about 6 s, not the 10 s of 1-10 ms links.
     let drain_us: u64 = summary
         .split("\"drain_us\": ")

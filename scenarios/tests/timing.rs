@@ -8,11 +8,11 @@ use coordsim::load;
 use coordsim::sweep::{self, SeedResult};
 use coordsim_checker::metrics::Metrics;
 
-/// The real runs the profiles were calibrated against (`coordsim real etcd|zookeeper
-/// hundred-requests-...`, 2026-12-06, this machine; sim/core/profiles/*.toml): median handoff
-/// in µs and drain in µs.
-const REAL_ETCD: (u64, u64) = (4_500, 5_740_000);
-const REAL_ZOOKEEPER: (u64, u64) = (6_100, 5_919_000);
+/// The real runs the profiles were calibrated against (`coordsim real calibrate --runs 2` and
+/// the runs before it, 2026-12-06, this machine; docs/time.md): median handoff in µs and drain
+/// in µs, the middle of six real runs of each.
+const REAL_ETCD: (u64, u64) = (5_000, 5_840_000);
+const REAL_ZOOKEEPER: (u64, u64) = (6_800, 6_100_000);
 
 fn metrics_with_profile(name: &str, profile: &str, seed: u64) -> Metrics {
     let text = format!("{}\n[timing]\nprofile = \"{profile}\"\n", library::get(name).unwrap());
@@ -57,4 +57,43 @@ fn an_unknown_profile_is_refused_with_its_line_and_field() {
     );
     let error = load::parse("slow.toml", &text).unwrap_err().to_string();
     assert!(error.contains("slow.toml:") && error.contains("must not decrease"), "{error}");
+}
+
+#[test]
+fn a_slow_cpu_on_the_leader_slows_the_queue_and_a_slow_disk_stalls_etcds_raft_loop() {
+    let run = |extra: &str| {
+        let name = "hundred-requests-etcd-mutex";
+        let text = format!("{}\n[timing]\nprofile = \"etcd-3.4-loopback\"\n{extra}", library::get(name).unwrap());
+        let scenario = load::parse(name, &text).unwrap();
+        match sweep::run_seed(&scenario, name, 1) {
+            SeedResult::Done { summary, history } => (summary, history),
+            other => panic!("{other:?}"),
+        }
+    };
+    // The holders' 50 ms holds set the drain; the handoff is where the servers' time shows.
+    let handoff = |summary: &coordsim_reports::RunSummary| {
+        summary.metrics.as_ref().unwrap().locks["/locks/resource"].handoff.as_ref().unwrap().p50_us
+    };
+    let (normal, _) = run("");
+    let (starved, _) =
+        run("[[nemesis]]\nat = \"300ms\"\nfor = \"19s\"\nkind = \"slow-cpu\"\ntarget = \"leader\"\nrate = 5.0\n");
+    assert!(handoff(&starved) > handoff(&normal) * 2, "{} µs against {} µs", handoff(&starved), handoff(&normal));
+    // A 3 s fsync on the leader stalls its raft loop: the others elect a new leader.
+    let (_, history) =
+        run("[[nemesis]]\nat = \"2s\"\nfor = \"1s\"\nkind = \"slow-disk\"\ntarget = \"leader\"\ndelay = \"3s\"\n");
+    let leaders: Vec<&str> = history
+        .entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event,
+                coordsim_checker::history::Event::Role { role: coordsim_checker::history::RaftRole::Leader, .. }
+            )
+        })
+        .map(|e| e.node.as_str())
+        .collect();
+    assert!(
+        leaders.len() >= 2 && leaders.first() != leaders.last(),
+        "another server leads after the stall: {leaders:?}"
+    );
 }

@@ -124,6 +124,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
     let _nodes = node::install(epoch);
     let model = scenario.timing.as_ref().map(|t| t.resolve().expect("the scenario's [timing] is validated"));
     net::install(model.as_ref().map_or(net::Links::MADSIM, net::Links::of));
+    crate::timing::install();
 
     let mut topology = Topology::default();
     let members: BTreeMap<u64, SocketAddr> =

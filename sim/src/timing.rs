@@ -3,16 +3,77 @@
 //! log appends wait for an fsync. Draws come from madsim's seeded generator; waits are exact
 //! ([`crate::net::sleep_until_exact`]) and in true time.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use coordsim_core::timing::Dist;
+use madsim::task::NodeId;
+
+pub use coordsim_core::timing::Dist;
 use madsim::rand::Rng;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::net::sleep_until_exact;
 
 pub use coordsim_core::timing::{RequestClass, ServerTimes, TimeModel, auto_profile, profile, profile_names};
+
+/// The run's `slow-disk` and `slow-cpu` faults in force, by server: (fault id, fsync time) and
+/// (fault id, CPU factor). Where several overlap, the slowest holds.
+#[derive(Debug, Default)]
+struct Slowdowns {
+    disks: BTreeMap<NodeId, Vec<(u64, Duration)>>,
+    cpus: BTreeMap<NodeId, Vec<(u64, f64)>>,
+}
+
+/// Starts the run's table of slowdowns (with the run's node registry, whose guard it ends with).
+pub fn install() {
+    crate::node::attach_to_run(Slowdowns::default());
+}
+
+fn with_slowdowns<R>(f: impl FnOnce(&mut Slowdowns) -> R) -> Option<R> {
+    crate::node::with_run_attached(f)
+}
+
+/// A `slow-disk` fault starts on `node`: each of its syncs takes `fsync`.
+pub fn slow_disk(node: NodeId, fault: u64, fsync: Duration) {
+    with_slowdowns(|s| s.disks.entry(node).or_default().push((fault, fsync)));
+}
+
+/// A `slow-cpu` fault starts on `node`: its CPU costs are multiplied by `factor`.
+pub fn slow_cpu(node: NodeId, fault: u64, factor: f64) {
+    with_slowdowns(|s| s.cpus.entry(node).or_default().push((fault, factor)));
+}
+
+/// The fault `fault` ends, whichever of the two it was.
+pub fn end_slowdown(node: NodeId, fault: u64) {
+    with_slowdowns(|s| {
+        if let Some(list) = s.disks.get_mut(&node) {
+            list.retain(|(id, _)| *id != fault);
+        }
+        if let Some(list) = s.cpus.get_mut(&node) {
+            list.retain(|(id, _)| *id != fault);
+        }
+    });
+}
+
+/// Whether a `slow-disk` fault is in force on the running node.
+pub fn disk_slowed() -> bool {
+    disk_slowdown().is_some()
+}
+
+/// The running node's sync time under a `slow-disk` fault, if one is in force.
+fn disk_slowdown() -> Option<Duration> {
+    let node = crate::node::current()?;
+    with_slowdowns(|s| s.disks.get(&node).and_then(|list| list.iter().map(|(_, d)| *d).max())).flatten()
+}
+
+/// The running node's CPU factor (1 without a `slow-cpu` fault).
+fn cpu_factor() -> f64 {
+    let Some(node) = crate::node::current() else { return 1.0 };
+    with_slowdowns(|s| s.cpus.get(&node).and_then(|list| list.iter().map(|(_, f)| *f).reduce(f64::max)))
+        .flatten()
+        .unwrap_or(1.0)
+}
 
 /// One draw from `dist` (none from the generator when every draw is the same, so a model of
 /// fixed costs takes nothing from the run's random stream).
@@ -96,7 +157,9 @@ impl Disk {
                 while let Ok(more) = pending.try_recv() {
                     batch.push(more);
                 }
-                sleep_until_exact(Instant::now() + draw(&fsync)).await;
+                // A draw even when a fault replaces it, so that the fault changes nothing else.
+                let normal = draw(&fsync);
+                sleep_until_exact(Instant::now() + disk_slowdown().unwrap_or(normal)).await;
                 for write in batch {
                     let _ = write.send(());
                 }
@@ -125,18 +188,24 @@ impl ServerCosts {
         Arc::new(ServerCosts { times, cpu: Cpu::default() })
     }
 
-    /// A client request of `class` takes its turn on the CPU.
+    /// A client request of `class` takes its turn on the CPU, then waits its overhead.
     pub async fn request(&self, class: RequestClass) {
-        self.cpu.spend(draw(self.times.request_cost(class))).await;
+        self.cpu.spend(draw(self.times.request_cost(class)).mul_f64(cpu_factor())).await;
+        if let Some(overhead) = &self.times.overhead {
+            let wait = draw(overhead);
+            if !wait.is_zero() {
+                sleep_until_exact(Instant::now() + wait).await;
+            }
+        }
     }
 
     /// A Raft message takes its turn on the CPU.
     pub async fn peer_message(&self) {
-        self.cpu.spend(draw(&self.times.peer)).await;
+        self.cpu.spend(draw(&self.times.peer).mul_f64(cpu_factor())).await;
     }
 
     /// Applying one entry takes its turn on the CPU.
     pub async fn apply(&self) {
-        self.cpu.spend(draw(&self.times.apply)).await;
+        self.cpu.spend(draw(&self.times.apply).mul_f64(cpu_factor())).await;
     }
 }

@@ -170,8 +170,45 @@ impl Cluster for EtcdCluster {
         self.procs.kill(server);
     }
 
+    async fn server_metrics(&self) -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        for m in &self.members {
+            if let Some(text) = scrape(&m.ip, m.client_port).await {
+                found.push((m.name.clone(), text));
+            }
+        }
+        found
+    }
+
     fn restart(&mut self, server: &str) -> Result<(), String> {
         let index = self.index(server).ok_or_else(|| format!("no etcd member {server}"))?;
         self.launch(index)
     }
+}
+
+/// The prefixes of the `/metrics` lines kept for calibration (the rest, Go runtime and gRPC
+/// counters, is most of the page).
+const METRICS_KEPT: [&str; 5] = [
+    "etcd_disk_wal_fsync_duration_seconds",
+    "etcd_disk_backend_commit_duration_seconds",
+    "etcd_network_peer_round_trip_time_seconds",
+    "etcd_server_proposals_committed_total",
+    "etcd_server_is_leader",
+];
+
+/// A member's `/metrics` page (plain HTTP/1.0 on its client port), the calibration lines only;
+/// `None` if it does not answer within a second.
+async fn scrape(ip: &str, port: u16) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ask = async {
+        let mut stream = tokio::net::TcpStream::connect((ip, port)).await.ok()?;
+        stream.write_all(format!("GET /metrics HTTP/1.0\r\nHost: {ip}\r\n\r\n").as_bytes()).await.ok()?;
+        let mut page = String::new();
+        stream.read_to_string(&mut page).await.ok()?;
+        Some(page)
+    };
+    let page = tokio::time::timeout(Duration::from_secs(1), ask).await.ok().flatten()?;
+    let kept: Vec<&str> =
+        page.lines().filter(|line| METRICS_KEPT.iter().any(|prefix| line.starts_with(prefix))).collect();
+    Some(kept.join("\n") + "\n")
 }

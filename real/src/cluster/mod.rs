@@ -27,6 +27,11 @@ pub trait Cluster {
     fn crash(&mut self, server: &str);
     /// Starts a crashed server again on its data directory.
     fn restart(&mut self, server: &str) -> Result<(), String>;
+    /// Each live server's own performance counters, as text (etcd: its `/metrics` lines on
+    /// WAL fsync, backend commit, peer round trips and proposals; ZooKeeper: `mntr`): what the
+    /// time model's calibration reads (docs/time.md). A server that does not answer within a
+    /// second is left out.
+    async fn server_metrics(&self) -> Vec<(String, String)>;
 }
 
 /// Where the nodes of a run live: all on 127.0.0.1 with free ports, or (for partitions) each in

@@ -125,6 +125,10 @@ impl ZkEnsemble {
 
 /// The answer to a four-letter word, or `None` after 150 ms (a paused server answers nothing).
 async fn four_letter(ip: &str, port: u16, word: &[u8]) -> Option<String> {
+    four_letter_within(ip, port, word, Duration::from_millis(150)).await
+}
+
+async fn four_letter_within(ip: &str, port: u16, word: &[u8], within: Duration) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let ask = async {
         let mut stream = tokio::net::TcpStream::connect((ip, port)).await.ok()?;
@@ -133,7 +137,7 @@ async fn four_letter(ip: &str, port: u16, word: &[u8]) -> Option<String> {
         stream.read_to_string(&mut text).await.ok()?;
         Some(text)
     };
-    tokio::time::timeout(Duration::from_millis(150), ask).await.ok().flatten()
+    tokio::time::timeout(within, ask).await.ok().flatten()
 }
 
 impl ZkEnsemble {
@@ -188,6 +192,18 @@ impl Cluster for ZkEnsemble {
 
     fn crash(&mut self, server: &str) {
         self.procs.kill(server);
+    }
+
+    async fn server_metrics(&self) -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        for server in &self.servers {
+            if let Some(text) =
+                four_letter_within(&server.ip, server.client_port, b"mntr", Duration::from_secs(1)).await
+            {
+                found.push((server.name.clone(), text));
+            }
+        }
+        found
     }
 
     fn restart(&mut self, server: &str) -> Result<(), String> {

@@ -79,6 +79,26 @@ impl Dist {
         Ok(Dist { points })
     }
 
+    /// From (share in [0, 1], duration) points: shares 0 and 1 must be there, durations must
+    /// not decrease; shares are kept to the millionth.
+    pub fn from_quantiles(points: &[(f64, Duration)]) -> Result<Dist, String> {
+        Dist::from_points(points.iter().map(|(share, d)| ((share.clamp(0.0, 1.0) * 1e6).round() as u32, *d)).collect())
+    }
+
+    /// Every duration multiplied by `factor` (a calibration's scale).
+    pub fn scaled(&self, factor: f64) -> Dist {
+        let scale =
+            |d: Duration| Duration::from_nanos((d.as_nanos() as f64 * factor.max(0.0)).round() as u64).min(DIST_MAX);
+        Dist { points: self.points.iter().map(|(share, d)| (*share, scale(*d))).collect() }
+    }
+
+    /// Every duration rounded to the microsecond (what a calibration writes: no profile is that
+    /// precise).
+    pub fn rounded_to_us(&self) -> Dist {
+        let round = |d: Duration| Duration::from_micros(((d.as_nanos() + 500) / 1000) as u64);
+        Dist { points: self.points.iter().map(|(share, d)| (*share, round(*d))).collect() }
+    }
+
     /// The duration at share `u` of the distribution (`u` in [0, 1); clamped).
     pub fn at(&self, u: f64) -> Duration {
         let share = (u.clamp(0.0, 1.0) * 1e6) as u32;
@@ -184,7 +204,8 @@ pub struct NetworkTimes {
 }
 
 /// A server's costs. Requests and Raft messages queue for the server's one CPU, first come
-/// first served, each taking its cost; log appends and vote saves queue for its one disk, each
+/// first served, each taking its cost; a client request also waits its `overhead`, which holds
+/// no CPU (requests wait it side by side); log appends and vote saves queue for its one disk, each
 /// taking an `fsync` (appends that arrive during an fsync are synced together by the next one,
 /// as etcd's WAL and ZooKeeper's SyncRequestProcessor batch). Costs are true time: a server's
 /// CPU and disk do not run slower because its clock does.
@@ -202,12 +223,28 @@ pub struct ServerTimes {
     /// Lease grant, keepalive, revoke, time-to-live; ZooKeeper pings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Dist>,
+    /// What a client request waits beyond its CPU cost without holding the CPU: the RPC
+    /// framework, wakeups, a core shared with other processes. Under a burst this does not
+    /// queue (the CPU costs do): it is what sets latency when a server is idle, where the CPU
+    /// costs set its throughput. Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<Dist>,
     /// A Raft message received (append, vote, snapshot).
     pub peer: Dist,
     /// Applying one committed entry to the store.
     pub apply: Dist,
     /// One sync of the log (or of a vote) to disk.
     pub fsync: Dist,
+    /// Whether the consensus loop waits for a slow log sync before it does anything else (no
+    /// heartbeats, no acknowledgements, no commits meanwhile). etcd's does: its raft loop saves
+    /// a Ready's entries to the WAL before it advances, and ticks in the same loop
+    /// (server/etcdserver/raft.go `raftNode.start`), so a slow fdatasync stalls the leader's
+    /// heartbeats until its followers elect another (etcd issue 15247). ZooKeeper's does not:
+    /// its SyncRequestProcessor is a thread of its own, beside the quorum's pings. Applied
+    /// while a `slow-disk` fault is in force (the simulator's Raft cannot send a batch before
+    /// syncing it as etcd's leader does, so ordinary syncs do not block). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sync_blocks_consensus: bool,
 }
 
 /// The protected resource's cost per write (it is a server of the user's, on the same network).
@@ -356,6 +393,9 @@ pub fn describe(model: &TimeModel) -> BTreeMap<&'static str, String> {
     }
     if let Some(lease) = &model.server.lease {
         lines.insert("server lease", lease.to_string());
+    }
+    if let Some(overhead) = &model.server.overhead {
+        lines.insert("server request overhead", overhead.to_string());
     }
     lines.insert("server peer message", model.server.peer.to_string());
     lines.insert("server apply", model.server.apply.to_string());

@@ -129,6 +129,8 @@ enum Undo {
     Latency(u64),
     Replies(Vec<NodeId>, u64),
     Delay(NodeId, IpAddr, Duration),
+    /// A `slow-disk` or `slow-cpu` fault (its id) on a server.
+    Slowdown(NodeId, u64),
 }
 
 impl Nemesis {
@@ -252,6 +254,24 @@ impl Nemesis {
                     undo: Undo::Replies(vec![member.id], planned.id),
                 }
             }
+            Fault::SlowDisk { target, fsync } => {
+                let member = self.resolve(target);
+                crate::timing::slow_disk(member.id, planned.id, *fsync);
+                Applied {
+                    targets: vec![member.name],
+                    detail: format!("fsync {} ms", fsync.as_millis()),
+                    undo: Undo::Slowdown(member.id, planned.id),
+                }
+            }
+            Fault::SlowCpu { target, factor } => {
+                let member = self.resolve(target);
+                crate::timing::slow_cpu(member.id, planned.id, *factor);
+                Applied {
+                    targets: vec![member.name],
+                    detail: format!("cpu {factor}x slower"),
+                    undo: Undo::Slowdown(member.id, planned.id),
+                }
+            }
             Fault::LinkDelay { from, to, delay } => {
                 let (from_id, to_ip) = (self.topology.member(from).id, self.topology.member(to).ip);
                 net::add_delay(from_id, to_ip, *delay);
@@ -370,6 +390,7 @@ impl Nemesis {
                 state.latency.retain(|(fault, _)| *fault != id);
                 set_latency(&state.latency);
             }
+            Undo::Slowdown(node, id) => crate::timing::end_slowdown(node, id),
             Undo::Replies(nodes, id) => {
                 let mut table = state.dropped_replies.lock().expect("reply table lock poisoned");
                 for node in nodes {
@@ -453,5 +474,7 @@ fn kind_of(fault: &Fault) -> FaultKind {
         Fault::Latency { .. } => FaultKind::Latency,
         Fault::DropReplies { .. } => FaultKind::DropReplies,
         Fault::LinkDelay { .. } => FaultKind::LinkDelay,
+        Fault::SlowDisk { .. } => FaultKind::SlowDisk,
+        Fault::SlowCpu { .. } => FaultKind::SlowCpu,
     }
 }

@@ -85,11 +85,14 @@ pub struct LogStore {
     /// The server's disk when the time model gives syncs a cost (`crate::timing`): an append is
     /// acknowledged, and a vote saved, once a sync that began after it has ended.
     disk: Option<Disk>,
+    /// Whether an append holds openraft's core until it is synced (etcd's raft loop), instead of
+    /// returning at once and acknowledging when synced (`ServerTimes::sync_blocks_consensus`).
+    sync_blocks: bool,
 }
 
 impl LogStore {
-    pub fn new(durable: Arc<Mutex<Durable>>, disk: Option<Disk>) -> Self {
-        LogStore { durable, disk }
+    pub fn new(durable: Arc<Mutex<Durable>>, disk: Option<Disk>, sync_blocks: bool) -> Self {
+        LogStore { durable, disk, sync_blocks }
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Durable> {
@@ -167,6 +170,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             durable.fsync
         };
         match self.disk.clone().filter(|_| fsync) {
+            // openraft awaits `append` in its core task: waiting here stalls the whole loop
+            // (heartbeats, acknowledgements, commits), as a slow WAL sync stalls etcd's (etcd
+            // issue 15247). Only under a `slow-disk` fault: etcd's leader sends a Ready's
+            // entries before it saves them, where openraft replicates them once the append has
+            // returned, so blocking on every sync would put the leader's and the followers'
+            // syncs one after the other where etcd runs them side by side.
+            Some(disk) if self.sync_blocks && crate::timing::disk_slowed() => {
+                if disk.sync().await {
+                    callback.io_completed(Ok(()));
+                }
+            }
             // The append is in memory at once (a leader replicates it meanwhile, as etcd sends
             // before its WAL sync ends); it counts as flushed when the disk has synced it.
             Some(disk) => {

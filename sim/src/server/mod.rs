@@ -122,7 +122,8 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
             notify.notify_waiters();
         })
     };
-    let log_store = LogStore::new(durable.clone(), disk);
+    let sync_blocks = costs.as_ref().is_some_and(|costs| costs.times.sync_blocks_consensus);
+    let log_store = LogStore::new(durable.clone(), disk, sync_blocks);
     let snapshot = durable.lock().expect("durable state lock poisoned").snapshot.clone();
     let state_machine = StateMachine::new(log_store.clone(), snapshot, on_apply, spec.watch_event_cost, costs.clone());
     let applied = state_machine.applied();

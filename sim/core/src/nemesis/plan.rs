@@ -57,16 +57,54 @@ impl std::fmt::Display for Target {
 /// A checked fault.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fault {
-    Pause { target: Target },
-    Crash { target: Target },
-    Partition { shape: Partition },
-    ClockJump { node: String, by_ns: i64 },
-    ClockRate { node: String, rate_ppm: u64 },
-    ClockStrobe { node: String, by_ns: i64, period: Duration },
-    PacketLoss { rate: f64 },
-    Latency { min: Duration, max: Duration },
-    DropReplies { target: Target, replies: ReplyKind },
-    LinkDelay { from: String, to: String, delay: Duration },
+    Pause {
+        target: Target,
+    },
+    Crash {
+        target: Target,
+    },
+    Partition {
+        shape: Partition,
+    },
+    ClockJump {
+        node: String,
+        by_ns: i64,
+    },
+    ClockRate {
+        node: String,
+        rate_ppm: u64,
+    },
+    ClockStrobe {
+        node: String,
+        by_ns: i64,
+        period: Duration,
+    },
+    PacketLoss {
+        rate: f64,
+    },
+    Latency {
+        min: Duration,
+        max: Duration,
+    },
+    DropReplies {
+        target: Target,
+        replies: ReplyKind,
+    },
+    LinkDelay {
+        from: String,
+        to: String,
+        delay: Duration,
+    },
+    /// Each of the server's disk syncs takes `fsync` (needs a time model).
+    SlowDisk {
+        target: Target,
+        fsync: Duration,
+    },
+    /// The server's CPU costs are multiplied by `factor` (needs a time model).
+    SlowCpu {
+        target: Target,
+        factor: f64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,6 +259,8 @@ fn typed(scenario: &Scenario, spec: &ScheduledFault, path: &str) -> Result<(Faul
         FaultKindSpec::Latency => &["min", "max"],
         FaultKindSpec::DropReplies => &["target", "replies"],
         FaultKindSpec::LinkDelay => &["from", "to", "delay"],
+        FaultKindSpec::SlowDisk => &["target", "delay"],
+        FaultKindSpec::SlowCpu => &["target", "rate"],
     };
     for (name, set) in [
         ("target", spec.target.is_some()),
@@ -320,6 +360,34 @@ fn typed(scenario: &Scenario, spec: &ScheduledFault, path: &str) -> Result<(Faul
             let delay = spec.delay.ok_or_else(|| err(&field("delay"), "missing: how long messages are held"))?;
             check(!delay.0.is_zero(), &field("delay"), || "must be above 0".into())?;
             Fault::LinkDelay { from, to, delay: delay.0 }
+        }
+        FaultKindSpec::SlowDisk | FaultKindSpec::SlowCpu => {
+            check(scenario.timing.is_some(), &field("kind"), || {
+                format!(
+                    "a {} fault slows what the time model charges: add [timing] (profile = \"etcd-3.4-loopback\")",
+                    kind.name()
+                )
+            })?;
+            let target = target(true)?.expect("required");
+            check(
+                matches!(&target, Target::Node(n) if servers.contains(n))
+                    || matches!(target, Target::Leader | Target::Follower | Target::AnyServer),
+                &field("target"),
+                || "a disk or a CPU of a server: the target must be a server, leader, follower or server".into(),
+            )?;
+            if kind == FaultKindSpec::SlowDisk {
+                let delay = spec.delay.ok_or_else(|| err(&field("delay"), "missing: how long each fsync takes"))?;
+                check(!delay.0.is_zero() && delay.0 <= crate::timing::DIST_MAX, &field("delay"), || {
+                    format!("{delay} must be above 0 and at most {}", crate::scenario::Dur(crate::timing::DIST_MAX))
+                })?;
+                Fault::SlowDisk { target, fsync: delay.0 }
+            } else {
+                let rate = spec.rate.ok_or_else(|| err(&field("rate"), "missing: how many times slower, e.g. 20"))?;
+                check(rate.is_finite() && (1.0..=1000.0).contains(&rate), &field("rate"), || {
+                    format!("{rate} must be between 1 and 1000")
+                })?;
+                Fault::SlowCpu { target, factor: rate }
+            }
         }
     };
     Ok((fault, duration))
@@ -549,6 +617,14 @@ fn chaos_fault(
             spec.from = Some(from);
             spec.to = to;
             spec.delay = Some(Dur(Duration::from_millis(rng.random_range(50..=2_000))));
+        }
+        FaultKindSpec::SlowDisk => {
+            spec.target = Some(pick(rng, &victims(&["leader", "follower", "server"])));
+            spec.delay = Some(Dur(Duration::from_millis(rng.random_range(100..=3_000))));
+        }
+        FaultKindSpec::SlowCpu => {
+            spec.target = Some(pick(rng, &victims(&["leader", "follower", "server"])));
+            spec.rate = Some([5.0, 10.0, 20.0, 50.0][rng.random_range(0..4)]);
         }
     }
     spec
