@@ -76,6 +76,10 @@ pub struct LockTimes {
     pub handoff: Option<Spread>,
     /// From the first grant to the last.
     pub drain_us: u64,
+    /// Waiters woken by a change of the lock (the clients' `wakeup` records): one per release
+    /// for a queue, every waiter for a herd.
+    #[serde(default)]
+    pub wakeups: u64,
 }
 
 /// What [`of`] reads from a history.
@@ -191,7 +195,11 @@ fn locks(history: &History) -> BTreeMap<String, LockTimes> {
     // Per lock: every belief as (start, end), in start order; `None` while it is held.
     let mut beliefs: BTreeMap<&str, Vec<(u64, Option<u64>)>> = BTreeMap::new();
     let mut holding: BTreeMap<(&str, &str, i64), usize> = BTreeMap::new();
+    let mut wakeups: BTreeMap<&str, u64> = BTreeMap::new();
     for entry in &history.entries {
+        if let Event::Wakeup { lock, .. } = &entry.event {
+            *wakeups.entry(lock).or_default() += 1;
+        }
         let Event::Belief { lock, token, phase, .. } = &entry.event else { continue };
         let spans = beliefs.entry(lock).or_default();
         let key = (lock.as_str(), entry.node.as_str(), *token);
@@ -218,7 +226,8 @@ fn locks(history: &History) -> BTreeMap<String, LockTimes> {
                 })
                 .collect();
             let drain_us = (spans.last().map_or(0, |s| s.0) - spans.first().map_or(0, |s| s.0)) / 1000;
-            let times = LockTimes { grants: spans.len() as u64, handoff: Spread::of(handoffs), drain_us };
+            let wakeups = wakeups.get(lock).copied().unwrap_or(0);
+            let times = LockTimes { grants: spans.len() as u64, handoff: Spread::of(handoffs), drain_us, wakeups };
             (lock.to_string(), times)
         })
         .collect()
@@ -315,11 +324,12 @@ mod tests {
             entry(200, "nemesis", fault(Phase::End)),
             belief(210, "c3", 3, Phase::End),
             belief(220, "c1", 4, Phase::Start),
+            entry(221, "c2", Event::Wakeup { lock: "l".into(), waiter: "c2".into() }),
             entry(300, "nemesis", fault(Phase::End)),
         ];
         let metrics = of(&history);
         let lock = &metrics.locks["l"];
-        assert_eq!((lock.grants, lock.drain_us), (4, 120_000));
+        assert_eq!((lock.grants, lock.drain_us, lock.wakeups), (4, 120_000, 1));
         let handoff = lock.handoff.as_ref().unwrap();
         assert_eq!((handoff.count, handoff.p50_us, handoff.max_us), (2, 4_000, 10_000));
         let recovery = metrics.recovery.as_ref().unwrap();

@@ -169,6 +169,27 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run one lock workload on several recipes (and so on etcd and on ZooKeeper), each on its
+    /// service's calibrated time profile, and print side by side, as Markdown: handoff, drain,
+    /// lock p99, keepalive p99, wakeups per release, grants and recovery after faults (medians
+    /// over the seeds). docs/time.md.
+    Compare {
+        /// A library name or a scenario file with a [lock] workload.
+        scenario: String,
+        /// Recipes, comma-separated (default: etcd-mutex, etcd-lock-api, etcd-cas,
+        /// etcd-semaphore, zk-queue-lock, zk-herd-lock; etcd-election and zk-election when named).
+        #[arg(long, value_delimiter = ',')]
+        recipes: Vec<String>,
+        /// Seeds A..B (inclusive).
+        #[arg(long, value_parser = parse_seed_range, default_value = "1..5")]
+        seeds: (u64, u64),
+        /// auto (each recipe on its service's calibrated profile), none, or a profile's name.
+        #[arg(long, default_value = "auto")]
+        profile: String,
+        /// Seeds run in parallel (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
     /// Measure simulation speed on one core: seeds per second and simulated seconds per wall
     /// second. `coordsim bench check` measures the linearizability checker instead: time and
     /// peak memory per history file (default: the corpora in checker/tests/data) and per
@@ -324,6 +345,14 @@ pub fn main(cli: Cli) -> ExitCode {
         }
         Command::Report { paths } => report_cmd::report(&paths),
         Command::Metrics { histories, json } => crate::metrics_cmd::run(&histories, json),
+        Command::Compare { scenario, recipes, seeds, profile, jobs } => {
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            if jobs == 0 || seeds.1 - seeds.0 >= 1000 {
+                Err(InputError::Usage("--jobs must be at least 1 and --seeds at most 1000 seeds".into()))
+            } else {
+                crate::compare::run(&crate::compare::Request { scenario, recipes, seeds, profile, jobs })
+            }
+        }
         Command::Check { histories, format, model, initial, timeout, memory_limit } => check::run(&check::Request {
             paths: histories,
             format,

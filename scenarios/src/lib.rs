@@ -9,6 +9,7 @@ pub mod bug_sweep;
 pub mod calibrate;
 pub mod check;
 pub mod cli;
+pub mod compare;
 pub mod etcd;
 pub mod explain;
 pub mod fuzz;

@@ -122,6 +122,33 @@ fn profile_puts_every_scenario_on_a_time_profile_and_replays_with_it() {
     );
 }
 
+#[test]
+fn compare_prints_recipes_side_by_side_with_etcd_faster_and_the_herd_visible() {
+    let out = coordsim(&[
+        "compare",
+        "hundred-requests-etcd-mutex",
+        "--recipes",
+        "etcd-mutex,zk-queue-lock,etcd-cas",
+        "--seeds",
+        "1..1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let row = |recipe: &str| -> Vec<String> {
+        let line = table.lines().find(|l| l.starts_with(&format!("| {recipe} |"))).unwrap_or_else(|| panic!("{table}"));
+        line.split('|').map(|cell| cell.trim().to_string()).collect()
+    };
+    let ms = |cell: &str| -> f64 { cell.trim_end_matches(" ms").parse().unwrap_or_else(|_| panic!("{cell}: {table}")) };
+    let (mutex, queue, cas) = (row("etcd-mutex"), row("zk-queue-lock"), row("etcd-cas"));
+    assert_eq!((mutex[2].as_str(), queue[2].as_str()), ("etcd-3.4-loopback", "zookeeper-3.8-loopback"), "{table}");
+    assert!(ms(&mutex[3]) < ms(&queue[3]), "etcd's mutex hands over faster than ZooKeeper's queue: {table}");
+    assert_eq!(mutex[7], "0.99", "one wakeup per release but the first grant's: {table}");
+    let herd: f64 = cas[7].parse().unwrap();
+    assert!(herd > 10.0, "every release wakes the compare-and-swap's waiters: {table}");
+    assert_bad_input(&coordsim(&["compare", "hundred-requests-etcd-mutex", "--recipes", "paxos"]), &["paxos"]);
+    assert_bad_input(&coordsim(&["compare", "zk-stale-reads"]), &["[lock]"]);
+}
+
 fn assert_bad_input(out: &Output, needles: &[&str]) {
     assert_eq!(out.status.code(), Some(2), "stdout: {} stderr: {}", text(&out.stdout), text(&out.stderr));
     let stderr = text(&out.stderr);
