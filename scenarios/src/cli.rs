@@ -748,10 +748,68 @@ fn bench(arg: &str, first: u64, last: u64) -> Result<ExitCode, InputError> {
     let loaded = load::resolve(arg)?;
     let seeds = last - first + 1;
     let scenario = &loaded.scenario;
-    let mut simulate_s = 0.0f64;
-    let mut check_s = 0.0f64;
-    let mut entries = 0usize;
+    // The same scenario in the other world of time: with its service's calibrated profile when
+    // it has no [timing], without a time model when it has one. Both are printed, so the time
+    // model's cost is read off one run of the command (seeds alternate between the two).
+    let mut other = scenario.clone();
+    other.timing = match scenario.timing {
+        Some(_) => None,
+        None => Some(coordsim_sim::scenario::TimingSpec {
+            profile: Some(coordsim_sim::timing::auto_profile(scenario.uses_zookeeper()).to_string()),
+            ..Default::default()
+        }),
+    };
+    let mut runs = [BenchRun::default(), BenchRun::default()];
     for seed in first..=last {
+        for (run, scenario) in runs.iter_mut().zip([scenario, &other]) {
+            run.seed(scenario, arg, seed)?;
+        }
+    }
+    let simulated_s = scenario.duration.0.as_secs_f64() * seeds as f64;
+    crate::outln!("{}: {seeds} seeds of {} simulated, one at a time (one core)", scenario.name, scenario.duration);
+    let label = |scenario: &coordsim_sim::scenario::Scenario| match &scenario.timing {
+        None => "no time model".to_string(),
+        Some(timing) => timing.profile.clone().unwrap_or_else(|| "the scenario's [timing]".into()),
+    };
+    for (run, scenario) in runs.iter().zip([scenario, &other]) {
+        crate::outln!(
+            "  simulation ({}): {:.2} s wall, {:.2} seeds/s, {:.1} simulated s per wall s",
+            label(scenario),
+            run.simulate_s,
+            seeds as f64 / run.simulate_s,
+            simulated_s / run.simulate_s
+        );
+    }
+    let (plain, timed) = if scenario.timing.is_none() { (&runs[0], &runs[1]) } else { (&runs[1], &runs[0]) };
+    crate::outln!(
+        "  the time model's cost: {:+.0} % wall time for the same simulated time ({} against {} history entries)",
+        (timed.simulate_s / plain.simulate_s - 1.0) * 100.0,
+        timed.entries,
+        plain.entries
+    );
+    let run = &runs[0];
+    crate::outln!(
+        "  checkers:   {:.4} s wall for {} history entries ({:.0} entries/s)",
+        run.check_s,
+        run.entries,
+        run.entries as f64 / run.check_s.max(1e-9)
+    );
+    if let Some(peak) = peak_rss_mb() {
+        crate::outln!("  peak RSS:   {peak:.1} MB");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One world's totals in `coordsim bench`.
+#[derive(Default)]
+struct BenchRun {
+    simulate_s: f64,
+    check_s: f64,
+    entries: usize,
+}
+
+impl BenchRun {
+    fn seed(&mut self, scenario: &coordsim_sim::scenario::Scenario, arg: &str, seed: u64) -> Result<(), InputError> {
         let started = Instant::now();
         let history = std::thread::scope(|scope| {
             std::thread::Builder::new()
@@ -761,27 +819,13 @@ fn bench(arg: &str, first: u64, last: u64) -> Result<ExitCode, InputError> {
         })
         .map_err(|_| InputError::Usage(format!("seed {seed} crashed; run `{}`", sweep::replay_command(arg, seed))))?
         .map_err(|stopped| InputError::Usage(format!("seed {seed} of {arg}: {stopped}")))?;
-        simulate_s += started.elapsed().as_secs_f64();
+        self.simulate_s += started.elapsed().as_secs_f64();
         let started = Instant::now();
         let summary: RunSummary = sweep::evaluate(scenario, arg, &history);
-        check_s += started.elapsed().as_secs_f64();
-        entries += summary.entries;
+        self.check_s += started.elapsed().as_secs_f64();
+        self.entries += summary.entries;
+        Ok(())
     }
-    let simulated_s = scenario.duration.0.as_secs_f64() * seeds as f64;
-    crate::outln!("{}: {seeds} seeds of {} simulated, one at a time (one core)", scenario.name, scenario.duration);
-    crate::outln!(
-        "  simulation: {simulate_s:.2} s wall, {:.2} seeds/s, {:.1} simulated s per wall s",
-        seeds as f64 / simulate_s,
-        simulated_s / simulate_s
-    );
-    crate::outln!(
-        "  checkers:   {check_s:.4} s wall for {entries} history entries ({:.0} entries/s)",
-        entries as f64 / check_s.max(1e-9)
-    );
-    if let Some(peak) = peak_rss_mb() {
-        crate::outln!("  peak RSS:   {peak:.1} MB");
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Peak resident set size of this process (Linux), in MB.

@@ -105,7 +105,15 @@ struct CpuState {
 impl Cpu {
     /// Waits for the CPU, then spends `cost` on it.
     pub async fn spend(&self, cost: Duration) {
+        self.spend_then_wait(cost, Duration::ZERO).await;
+    }
+
+    /// [`Cpu::spend`], then waits `after` more without holding the CPU: one timer for both.
+    pub async fn spend_then_wait(&self, cost: Duration, after: Duration) {
         if cost.is_zero() {
+            if !after.is_zero() {
+                sleep_until_exact(Instant::now() + after).await;
+            }
             return;
         }
         let done = {
@@ -125,10 +133,10 @@ impl Cpu {
             }
         }
         let _done = Done(self);
-        sleep_until_exact(done).await;
+        sleep_until_exact(done + after).await;
     }
 
-    /// Pieces of work queued or running now.
+    /// Pieces of work queued or running now (or waiting out the overhead that follows them).
     pub fn queued(&self) -> usize {
         self.state.lock().expect("cpu lock poisoned").queued
     }
@@ -190,13 +198,9 @@ impl ServerCosts {
 
     /// A client request of `class` takes its turn on the CPU, then waits its overhead.
     pub async fn request(&self, class: RequestClass) {
-        self.cpu.spend(draw(self.times.request_cost(class)).mul_f64(cpu_factor())).await;
-        if let Some(overhead) = &self.times.overhead {
-            let wait = draw(overhead);
-            if !wait.is_zero() {
-                sleep_until_exact(Instant::now() + wait).await;
-            }
-        }
+        let cost = draw(self.times.request_cost(class)).mul_f64(cpu_factor());
+        let overhead = self.times.overhead.as_ref().map_or(Duration::ZERO, draw);
+        self.cpu.spend_then_wait(cost, overhead).await;
     }
 
     /// A Raft message takes its turn on the CPU.
