@@ -78,7 +78,7 @@ fn cpu_factor() -> f64 {
 /// One draw from `dist` (none from the generator when every draw is the same, so a model of
 /// fixed costs takes nothing from the run's random stream).
 pub fn draw(dist: &Dist) -> Duration {
-    if dist.median() == dist.max() && dist.at(0.0) == dist.max() {
+    if dist.is_fixed() {
         return dist.max();
     }
     dist.at(madsim::rand::thread_rng().r#gen::<f64>())

@@ -8,7 +8,6 @@
 //! duration, or quantiles that a draw interpolates between. Drawing is the driver's business
 //! (`coordsim_sim::timing`); this module only says what is to be drawn.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -118,6 +117,11 @@ impl Dist {
 
     pub fn max(&self) -> Duration {
         self.points.last().expect("a distribution has points").1
+    }
+
+    /// Whether every draw is the same duration.
+    pub fn is_fixed(&self) -> bool {
+        self.points.first().map(|p| p.1) == self.points.last().map(|p| p.1)
     }
 
     /// Whether every draw is zero.
@@ -299,12 +303,21 @@ pub fn auto_profile(uses_zookeeper: bool) -> &'static str {
     if uses_zookeeper { "zookeeper-3.8-loopback" } else { "etcd-3.4-loopback" }
 }
 
-/// The profile `name`, parsed. `None` if there is none of that name.
+/// The profile `name`, parsed (once per process: every run of a sweep resolves it). `None` if
+/// there is none of that name.
 pub fn profile(name: &str) -> Option<TimeModel> {
-    let (_, text) = PROFILES.iter().find(|(n, _)| *n == name)?;
-    let model: TimeModel = toml::from_str(text).unwrap_or_else(|e| panic!("profile {name} parses: {e}"));
-    assert_eq!(model.name, name, "a profile's file names it");
-    Some(model)
+    static PARSED: std::sync::OnceLock<Vec<TimeModel>> = std::sync::OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        PROFILES
+            .iter()
+            .map(|(name, text)| {
+                let model: TimeModel = toml::from_str(text).unwrap_or_else(|e| panic!("profile {name} parses: {e}"));
+                assert_eq!(model.name, *name, "a profile's file names it");
+                model
+            })
+            .collect()
+    });
+    parsed.iter().find(|model| model.name == name).cloned()
 }
 
 impl TimingSpec {
@@ -376,32 +389,6 @@ impl ServerTimes {
         };
         specific.unwrap_or(&self.request)
     }
-}
-
-/// The figures of a model as (what, distribution) lines, for a history header or `explain`.
-pub fn describe(model: &TimeModel) -> BTreeMap<&'static str, String> {
-    let mut lines = BTreeMap::new();
-    lines.insert("network latency", model.network.latency.to_string());
-    if let Some(peer) = &model.network.peer {
-        lines.insert("network peer latency", peer.to_string());
-    }
-    lines.insert("server request", model.server.request.to_string());
-    for (name, dist) in [("server read", &model.server.read), ("server write", &model.server.write)] {
-        if let Some(dist) = dist {
-            lines.insert(name, dist.to_string());
-        }
-    }
-    if let Some(lease) = &model.server.lease {
-        lines.insert("server lease", lease.to_string());
-    }
-    if let Some(overhead) = &model.server.overhead {
-        lines.insert("server request overhead", overhead.to_string());
-    }
-    lines.insert("server peer message", model.server.peer.to_string());
-    lines.insert("server apply", model.server.apply.to_string());
-    lines.insert("server fsync", model.server.fsync.to_string());
-    lines.insert("resource write", model.resource.write.to_string());
-    lines
 }
 
 #[cfg(test)]
