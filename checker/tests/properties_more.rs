@@ -894,6 +894,31 @@ fn herd_allows_a_departures_wakeup_seen_after_the_next_release() {
 }
 
 #[test]
+fn herd_lets_a_zookeeper_waiter_be_woken_by_a_departure_its_server_had_not_applied() {
+    // As swarm-lost-wakeup-on-vanished-predecessor seed 151: c2's lease ends at 0.9 s; c3 asks at
+    // 0.95 s, reads the children from a server that has not applied the expiry yet, watches c2's
+    // node and is woken at 1.2 s when that server catches up. c1 never releases.
+    let lagging = |zookeeper: bool| {
+        let mut b = Builder::new();
+        b.grant(0, 10, "c1", 1, 2);
+        b.lock(100, 0, "c2", 2, None).lock(950, 0, "c3", 3, None);
+        if zookeeper {
+            b.push(940, "c3", Event::Connection { state: ConnectionState::Connected, server: None, reason: None });
+        }
+        b.expiry(900, 2).wakeup(1200, "c3");
+        b
+    };
+    assert_eq!(lagging(true).verdict(Property::Herd), Verdict::Pass);
+    // On etcd the read is linearizable: a departure before the request cannot be what woke it.
+    assert_eq!(lagging(false).verdict(Property::Herd), Verdict::Fail);
+    // One cause still wakes one waiter: a second late joiner woken by the same departure is a herd.
+    let mut two = lagging(true);
+    two.push(960, "c4", Event::Connection { state: ConnectionState::Connected, server: None, reason: None });
+    two.lock(970, 0, "c4", 4, None).wakeup(1210, "c4");
+    assert_eq!(two.verdict(Property::Herd), Verdict::Fail);
+}
+
+#[test]
 fn herd_lets_a_polled_expiry_wake_a_waiter_that_joined_before_it_was_seen() {
     // A real run polls sessions every 100 ms: c2's session, last seen alive at 0.4 s, is gone
     // at 0.5 s. c3 joined behind c2 at 0.45 s and was woken by c2's departure at 0.47 s: the

@@ -25,6 +25,13 @@
 //! Before the first release only departures may wake anyone. A wakeup of a waiter whose lease
 //! had already ended is not counted: its entry left the queue with the lease, and its watch,
 //! still armed in a dead session, fires on whatever it watched (reported in the summary).
+//! A ZooKeeper client (one that records its connection states) may be woken by a departure that
+//! happened before it joined: ZooKeeper answers a read from the connected server's own copy of
+//! the tree, which may not have applied the departure yet, so the waiter sees its predecessor
+//! still there, watches it, and is woken when that server catches up (ZooKeeper Programmer's
+//! Guide, "Consistency Guarantees"; seen in swarm-lost-wakeup-on-vanished-predecessor seed 151,
+//! under latency faults, on the fixed recipe). Its cause still wakes no one else. etcd's
+//! recipes read linearizably, so there a cause wakes only a waiter already waiting.
 
 use std::collections::BTreeMap;
 
@@ -48,6 +55,12 @@ struct Departure {
 pub(super) fn check(history: &History) -> PropertyReport {
     let requests = lock_requests(history);
     let lease_ends = lease_ends(history);
+    let zookeeper: std::collections::BTreeSet<&str> = history
+        .entries
+        .iter()
+        .filter(|e| matches!(e.event, Event::Connection { .. }))
+        .map(|e| e.node.as_str())
+        .collect();
     let mut wakeups: BTreeMap<&str, Vec<Woken>> = BTreeMap::new();
     let mut zombies = 0usize;
     for (index, entry) in history.entries.iter().enumerate() {
@@ -63,6 +76,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
                 entry: index,
                 client: &entry.node,
                 since_ns,
+                reads_lag: zookeeper.contains(entry.node.as_str()),
             });
         }
     }
@@ -104,13 +118,15 @@ fn waiting_request<'a>(requests: &'a [LockRequest], client: &str, lock: &str, ti
     })
 }
 
-/// One wakeup: when, its entry, whose, and since when its request waited.
+/// One wakeup: when, its entry, whose, since when its request waited, and whether its reads
+/// may lag behind the queue (a ZooKeeper client: see the module docs).
 #[derive(Clone, Copy, Debug)]
 struct Woken<'a> {
     time_ns: u64,
     entry: usize,
     client: &'a str,
     since_ns: u64,
+    reads_lag: bool,
 }
 
 /// The departures from `lock`'s queue, in order of their earliest time.
@@ -152,7 +168,7 @@ fn departures(requests: &[LockRequest], lock: &str, lease_ends: &BTreeMap<i64, L
 /// returns the findings and the most waiters woken in one window after a release.
 ///
 /// A cause (a release, or a waiter's departure: see the module docs) wakes at most one waiter,
-/// one that was already waiting when it happened, and the wakeup may be seen later (a watch
+/// one that was already waiting when it happened (or, for a ZooKeeper client, joined after it), and the wakeup may be seen later (a watch
 /// notification delayed by the network, or by a watch stream re-established after a cut). The
 /// wakeups are taken in time order, each given the cause still free whose time runs out first
 /// (earliest-deadline first). A waiter woken twice in one window counts once: its watch re-armed
@@ -169,7 +185,9 @@ fn judge(lock: &str, departures: &[Departure], woken: &[Woken]) -> (Vec<Finding>
     let mut matched = vec![None; counted.len()];
     for (i, w) in counted.iter().enumerate() {
         let cause = (0..departures.len())
-            .filter(|&c| free[c] && departures[c].time_ns <= w.time_ns && departures[c].latest_ns >= w.since_ns)
+            .filter(|&c| {
+                free[c] && departures[c].time_ns <= w.time_ns && (w.reads_lag || departures[c].latest_ns >= w.since_ns)
+            })
             .min_by_key(|&c| (departures[c].latest_ns, departures[c].time_ns));
         if let Some(c) = cause {
             free[c] = false;
