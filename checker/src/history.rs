@@ -68,6 +68,11 @@ pub struct History {
     /// [`crate::properties::Property::FROM_OUTSIDE`] are judged. Absent for simulated runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_on: Option<String>,
+    /// The time model a simulated run took its durations from (a profile's name, e.g.
+    /// `etcd-3.4-loopback`; docs/time.md): what world of time its figures and verdicts belong
+    /// to. Absent: a run without a time model (`profile = "none"`), or a real run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_model: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -614,6 +619,7 @@ impl History {
             nodes: Vec::new(),
             entries: Vec::new(),
             recorded_on: None,
+            time_model: None,
         }
     }
 

@@ -85,6 +85,10 @@ pub struct LockTimes {
 /// What [`of`] reads from a history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
+    /// The time model the run's durations came from (the history's `time_model`): figures of
+    /// different models are not comparable. Absent: no model, or a real run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_model: Option<String>,
     /// By request kind, in name order.
     pub requests: BTreeMap<String, Requests>,
     /// By lock name.
@@ -122,7 +126,63 @@ pub fn kind(call: &Call) -> String {
 
 /// The metrics of `history` (assumed valid: see [`History::validate`]).
 pub fn of(history: &History) -> Metrics {
-    Metrics { requests: requests(history), locks: locks(history), ..recovery(history) }
+    Metrics {
+        time_model: history.time_model.clone(),
+        requests: requests(history),
+        locks: locks(history),
+        ..recovery(history)
+    }
+}
+
+/// How a request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Failed,
+    /// A timeout, or still open when the history ends.
+    Unknown,
+}
+
+/// One request: its kind, when it was sent and how long it took (true time, ns).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub kind: String,
+    pub invoke_ns: u64,
+    /// Invoke to completion; `None` for a request still open at the end.
+    pub latency_ns: Option<u64>,
+    pub outcome: Outcome,
+}
+
+/// Every request of the history, in the order they were sent: what [`Metrics::requests`]
+/// summarises and the report's latency plot draws.
+pub fn samples(history: &History) -> Vec<Sample> {
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut open: BTreeMap<OpId, usize> = BTreeMap::new();
+    for entry in &history.entries {
+        match &entry.event {
+            Event::Invoke { op, call } => {
+                open.insert(*op, samples.len());
+                samples.push(Sample {
+                    kind: kind(call),
+                    invoke_ns: entry.time_ns,
+                    latency_ns: None,
+                    outcome: Outcome::Unknown,
+                });
+            }
+            Event::Ok { op, .. } | Event::Fail { op, .. } | Event::Info { op, .. } => {
+                let Some(index) = open.remove(op) else { continue };
+                let sample = &mut samples[index];
+                sample.latency_ns = Some(entry.time_ns.saturating_sub(sample.invoke_ns));
+                sample.outcome = match &entry.event {
+                    Event::Ok { .. } => Outcome::Ok,
+                    Event::Fail { .. } => Outcome::Failed,
+                    _ => Outcome::Unknown,
+                };
+            }
+            _ => {}
+        }
+    }
+    samples
 }
 
 fn requests(history: &History) -> BTreeMap<String, Requests> {
@@ -136,47 +196,31 @@ fn requests(history: &History) -> BTreeMap<String, Requests> {
         window: (u64, u64),
         peak: u64,
     }
-    let mut open: BTreeMap<OpId, (String, u64)> = BTreeMap::new();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
-    for entry in &history.entries {
-        match &entry.event {
-            Event::Invoke { op, call } => {
-                let kind = kind(call);
-                let tally = tallies.entry(kind.clone()).or_insert(Tally {
-                    latencies_ns: Vec::new(),
-                    failed: 0,
-                    unknown: 0,
-                    first_invoke_ns: entry.time_ns,
-                    last_ok_ns: entry.time_ns,
-                    window: (entry.time_ns / PEAK_WINDOW_NS, 0),
-                    peak: 0,
-                });
-                let window = entry.time_ns / PEAK_WINDOW_NS;
-                if window != tally.window.0 {
-                    tally.window = (window, 0);
-                }
-                tally.window.1 += 1;
-                tally.peak = tally.peak.max(tally.window.1);
-                open.insert(*op, (kind, entry.time_ns));
-            }
-            Event::Ok { op, .. } | Event::Fail { op, .. } | Event::Info { op, .. } => {
-                let Some((kind, invoked_ns)) = open.remove(op) else { continue };
-                let tally = tallies.get_mut(&kind).expect("a tally per invoked kind");
-                match &entry.event {
-                    Event::Ok { .. } => {
-                        tally.latencies_ns.push(entry.time_ns.saturating_sub(invoked_ns));
-                        tally.last_ok_ns = tally.last_ok_ns.max(entry.time_ns);
-                    }
-                    Event::Fail { .. } => tally.failed += 1,
-                    _ => tally.unknown += 1,
-                }
-            }
-            _ => {}
+    for sample in samples(history) {
+        let tally = tallies.entry(sample.kind).or_insert(Tally {
+            latencies_ns: Vec::new(),
+            failed: 0,
+            unknown: 0,
+            first_invoke_ns: sample.invoke_ns,
+            last_ok_ns: sample.invoke_ns,
+            window: (sample.invoke_ns / PEAK_WINDOW_NS, 0),
+            peak: 0,
+        });
+        let window = sample.invoke_ns / PEAK_WINDOW_NS;
+        if window != tally.window.0 {
+            tally.window = (window, 0);
         }
-    }
-    // An operation still open at the end never completed: its outcome is unknown.
-    for (kind, _) in open.into_values() {
-        tallies.get_mut(&kind).expect("a tally per invoked kind").unknown += 1;
+        tally.window.1 += 1;
+        tally.peak = tally.peak.max(tally.window.1);
+        match (sample.outcome, sample.latency_ns) {
+            (Outcome::Ok, Some(latency)) => {
+                tally.latencies_ns.push(latency);
+                tally.last_ok_ns = tally.last_ok_ns.max(sample.invoke_ns + latency);
+            }
+            (Outcome::Failed, _) => tally.failed += 1,
+            _ => tally.unknown += 1,
+        }
     }
     tallies
         .into_iter()
@@ -255,7 +299,13 @@ fn recovery(history: &History) -> Metrics {
             }
         }
     }
-    Metrics { requests: BTreeMap::new(), locks: BTreeMap::new(), recovery: Spread::of(waits), unrecovered }
+    Metrics {
+        time_model: None,
+        requests: BTreeMap::new(),
+        locks: BTreeMap::new(),
+        recovery: Spread::of(waits),
+        unrecovered,
+    }
 }
 
 #[cfg(test)]

@@ -1020,6 +1020,7 @@ fn merge(
         nodes,
         entries,
         recorded_on: Some(format!("real {}", system.name())),
+        time_model: None,
     };
     history.validate().map_err(|error| format!("the merged history is invalid (a bug in coordsim real): {error}"))?;
     Ok(history)

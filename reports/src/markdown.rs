@@ -26,18 +26,19 @@ pub fn render(sweep: &SweepSummary) -> String {
         plural(sweep.scenarios.len())
     );
     let _ = writeln!(out, "`{}`\n", sweep.command);
-    out.push_str("| scenario | seeds | as expected | crashed | properties |\n");
-    out.push_str("|---|---|---|---|---|\n");
+    out.push_str("| scenario | seeds | as expected | crashed | properties | time (median of seeds) |\n");
+    out.push_str("|---|---|---|---|---|---|\n");
     for scenario in &sweep.scenarios {
         let _ = writeln!(
             out,
-            "| `{}` | {} | {}/{} | {} | {} |",
+            "| `{}` | {} | {}/{} | {} | {} | {} |",
             scenario.scenario,
             scenario.seeds,
             scenario.totals.as_expected,
             scenario.totals.runs,
             scenario.totals.crashed,
-            properties_cell(scenario)
+            properties_cell(scenario),
+            times_cell(scenario)
         );
     }
     let failures: Vec<(&ScenarioSweep, &crate::sweep::Failure)> =
@@ -79,6 +80,36 @@ fn properties_cell(scenario: &ScenarioSweep) -> String {
         })
         .collect();
     cells.join("<br>")
+}
+
+/// `handoff 5.1 ms<br>drain 5.5 s<br>lock p99 2.9 s<br>(etcd-3.4-loopback)`
+fn times_cell(scenario: &ScenarioSweep) -> String {
+    let Some(times) = &scenario.times else {
+        return String::new();
+    };
+    let median = &times.median;
+    let mut parts: Vec<String> = [
+        ("handoff", median.handoff_p50_us),
+        ("drain", median.drain_us),
+        ("lock p99", median.lock_p99_us),
+        ("keepalive p99", median.keepalive_p99_us),
+        ("recovery", median.recovery_p50_us),
+    ]
+    .into_iter()
+    .filter_map(|(name, us)| Some(format!("{name} {}", duration(us?))))
+    .collect();
+    parts.push(format!("({})", times.time_model.as_deref().unwrap_or("no time model")));
+    parts.join("<br>")
+}
+
+/// `850 µs`, `5.1 ms`, `42 ms`, `5.5 s`.
+fn duration(us: u64) -> String {
+    match us {
+        0..1_000 => format!("{us} µs"),
+        1_000..10_000 => format!("{:.1} ms", us as f64 / 1e3),
+        10_000..1_000_000 => format!("{} ms", us / 1_000),
+        _ => format!("{:.1} s", us as f64 / 1e6),
+    }
 }
 
 fn table_safe(text: &str) -> String {

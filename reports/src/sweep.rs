@@ -58,6 +58,79 @@ pub struct ScenarioSweep {
     pub failures: Vec<Failure>,
     /// Every run, in seed order.
     pub runs: Vec<RunLine>,
+    /// How long things took, median over the runs that measured it (absent when none did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<SweepTimes>,
+}
+
+/// One run's figures of time, from its summary's metrics (true time, µs): the lock with the
+/// most grants, and the keepalives and recovery of the whole run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunTimes {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_p50_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_p99_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive_p99_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_p50_us: Option<u64>,
+}
+
+impl RunTimes {
+    /// `None` for a summary without metrics.
+    pub fn of(summary: &RunSummary) -> Option<RunTimes> {
+        let metrics = summary.metrics.as_ref()?;
+        let lock = metrics.locks.values().max_by_key(|lock| lock.grants);
+        let ok_p99 = |kind: &str| metrics.requests.get(kind).map(|r| r.ok.p99_us);
+        let times = RunTimes {
+            handoff_p50_us: lock.and_then(|l| l.handoff.as_ref()).map(|h| h.p50_us),
+            drain_us: lock.filter(|l| l.grants > 1).map(|l| l.drain_us),
+            lock_p99_us: ok_p99("lock"),
+            keepalive_p99_us: ok_p99("lease_keep_alive"),
+            recovery_p50_us: metrics.recovery.as_ref().map(|r| r.p50_us),
+        };
+        (times != RunTimes::default()).then_some(times)
+    }
+}
+
+/// A scenario's figures of time: each the median (lower middle) of the runs' that have it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepTimes {
+    /// The time model the runs took their durations from (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_model: Option<String>,
+    /// Runs with figures of time.
+    pub runs: usize,
+    #[serde(flatten)]
+    pub median: RunTimes,
+}
+
+impl SweepTimes {
+    fn of(runs: &[RunLine], time_model: Option<String>) -> Option<SweepTimes> {
+        let timed: Vec<&RunTimes> = runs.iter().filter_map(|r| r.times.as_ref()).collect();
+        if timed.is_empty() {
+            return None;
+        }
+        let median = |figure: fn(&RunTimes) -> Option<u64>| {
+            let mut values: Vec<u64> = timed.iter().filter_map(|t| figure(t)).collect();
+            values.sort_unstable();
+            values.get(values.len().checked_sub(1)? / 2).copied()
+        };
+        Some(SweepTimes {
+            time_model,
+            runs: timed.len(),
+            median: RunTimes {
+                handoff_p50_us: median(|t| t.handoff_p50_us),
+                drain_us: median(|t| t.drain_us),
+                lock_p99_us: median(|t| t.lock_p99_us),
+                keepalive_p99_us: median(|t| t.keepalive_p99_us),
+                recovery_p50_us: median(|t| t.recovery_p50_us),
+            },
+        })
+    }
 }
 
 /// Verdict counts of one property over a scenario's completed runs.
@@ -140,6 +213,8 @@ pub struct RunLine {
     pub status: RunStatus,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<RunTimes>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,6 +270,7 @@ impl SweepBuilder {
             properties: Vec::new(),
             failures: Vec::new(),
             runs: Vec::new(),
+            times: None,
         });
     }
 
@@ -218,12 +294,16 @@ impl SweepBuilder {
                     replay: replay.to_string(),
                     report: None,
                 });
-                sweep.runs.push(RunLine { seed, status: RunStatus::Crash, failed: Vec::new() });
+                sweep.runs.push(RunLine { seed, status: RunStatus::Crash, failed: Vec::new(), times: None });
             }
         }
     }
 
-    pub fn finish(self) -> SweepSummary {
+    pub fn finish(mut self) -> SweepSummary {
+        for sweep in &mut self.scenarios {
+            let time_model = sweep.times.take().and_then(|t| t.time_model);
+            sweep.times = SweepTimes::of(&sweep.runs, time_model);
+        }
         let mut totals = Totals::default();
         for sweep in &self.scenarios {
             totals.runs += sweep.totals.runs;
@@ -280,6 +360,8 @@ pub fn merge(parts: &[SweepSummary]) -> Result<SweepSummary, String> {
     for scenario in &mut scenarios {
         scenario.failures.sort_by_key(|f| f.seed);
         scenario.runs.sort_by_key(|r| r.seed);
+        let time_model = scenario.times.as_ref().and_then(|t| t.time_model.clone());
+        scenario.times = SweepTimes::of(&scenario.runs, time_model);
         let completed = scenario.totals.runs - scenario.totals.crashed;
         for tally in &mut scenario.properties {
             if let Some(detection) = &mut tally.detection {
@@ -417,7 +499,12 @@ fn add_done(sweep: &mut ScenarioSweep, summary: &RunSummary, report: Option<Stri
         seed: summary.seed,
         status: if summary.as_expected { RunStatus::AsExpected } else { RunStatus::Mismatch },
         failed,
+        times: RunTimes::of(summary),
     });
+    // Every run of a scenario has the same model; `finish` takes the medians.
+    if let Some(model) = summary.metrics.as_ref().and_then(|m| m.time_model.clone()) {
+        sweep.times.get_or_insert_with(SweepTimes::default).time_model = Some(model);
+    }
 }
 
 fn mismatch(summary: &RunSummary, report: Option<String>) -> Failure {

@@ -226,3 +226,45 @@ fn schema_document_names_every_schema_version() {
         assert!(doc.contains(schema), "SCHEMA.md documents {schema}");
     }
 }
+
+/// Three runs, two with metrics: the scenario's times are the lower middle of the two, and the
+/// run without metrics (a summary from before runs measured them) is left out, not counted as 0.
+#[test]
+fn sweep_times_are_medians_of_the_runs_that_measured_them_and_summary_md_shows_them() {
+    let history =
+        coordsim_checker::history::History::from_json(&support::read("split-brain-gc-pause-seed-1/history.json"))
+            .unwrap();
+    let mut measured = coordsim_checker::metrics::of(&history);
+    measured.time_model = Some("etcd-3.4-loopback".into());
+    let lock = measured.locks.values().max_by_key(|l| l.grants).expect("the run granted the lock").clone();
+    let handoff = lock.handoff.as_ref().expect("the lock changed hands").p50_us;
+    let mut first = summary("split-brain-gc-pause-seed-1");
+    first.metrics = Some(measured.clone());
+    let mut second = first.clone();
+    second.seed = 2;
+    for lock in second.metrics.as_mut().unwrap().locks.values_mut() {
+        lock.handoff.as_mut().unwrap().p50_us = handoff * 3;
+        lock.drain_us *= 3;
+    }
+    let mut third = first.clone();
+    third.seed = 3;
+    third.metrics = None;
+    let mut builder = SweepBuilder::new("cargo coordsim run split-brain-gc-pause --seeds 1..3");
+    builder.begin_scenario("split-brain-gc-pause", "library", "out", "1..3");
+    for summary in [&second, &first, &third] {
+        builder.add(RunRecord::Done { summary, report: None });
+    }
+    let sweep = builder.finish();
+    let times = sweep.scenarios[0].times.as_ref().expect("two runs measured");
+    assert_eq!(times.runs, 2);
+    assert_eq!(times.time_model.as_deref(), Some("etcd-3.4-loopback"));
+    assert_eq!(times.median.handoff_p50_us, Some(handoff), "the lower middle of {handoff} and {}", handoff * 3);
+    assert_eq!(times.median.drain_us, Some(lock.drain_us));
+    assert!(sweep.scenarios[0].runs[2].times.is_none());
+    let reread = SweepSummary::from_json(&sweep.to_json()).unwrap();
+    assert_eq!(reread, sweep, "times survive sweep.json");
+    let md = markdown::render(&sweep);
+    assert!(md.contains("| time (median of seeds) |"), "{md}");
+    assert!(md.contains("(etcd-3.4-loopback)"), "{md}");
+    assert!(md.contains("handoff "), "{md}");
+}

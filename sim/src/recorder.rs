@@ -129,6 +129,11 @@ impl Recorder {
         (Recorder { inner: Arc::new(Mutex::new(inner)) }, stopped)
     }
 
+    /// Names the time model the run takes its durations from, in the history's header.
+    pub fn set_time_model(&self, name: &str) {
+        self.lock().history.time_model = Some(name.to_string());
+    }
+
     /// Why the run must stop, if it reached a limit.
     pub fn stopped(&self, duration_ns: u64) -> Option<Stopped> {
         let inner = self.lock();

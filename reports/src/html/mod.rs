@@ -3,13 +3,15 @@
 //!
 //! The page shows, top to bottom: the verdicts; what went wrong (each violation with the exact
 //! entries and times); the timeline (zoom with the wheel or the buttons, drag to pan, hover for
-//! an entry's fields and the node's local time); the narrative; a linearizability counterexample
+//! an entry's fields and the node's local time); the requests' latency over the run (`latency`);
+//! the narrative; a linearizability counterexample
 //! if there is one; the scenario's teaching text. Without the script the timeline is the whole
 //! run at zoom 1, so the page prints as it is.
 //!
 //! Output is deterministic: the same [`Timeline`] gives the same bytes (no clock, no random order).
 
 mod assets;
+mod latency;
 pub mod layout;
 pub mod svg;
 
@@ -40,6 +42,7 @@ pub fn render(timeline: &Timeline) -> String {
     out.push_str("</div>\n");
     legend(&mut out, timeline, axis);
     out.push_str("</section>\n");
+    latency::section(&mut out, &timeline.latency, timeline.end);
     narrative(&mut out, timeline, axis);
     linearizability(&mut out, timeline);
     if !timeline.description.trim().is_empty() {

@@ -96,6 +96,7 @@ pub fn build(input: &RunInput<'_>) -> Timeline {
         clocks: builder.clocks.clone(),
         linearizability: input.linearizability.cloned(),
         description: input.description.to_string(),
+        latency: coordsim_checker::metrics::samples(history),
     };
     if let Some(summary) = input.summary {
         timeline.verdicts = verdicts(summary);
@@ -161,6 +162,10 @@ fn facts(history: &History, summary: Option<&RunSummary>, system: Option<&str>) 
             ("seed".to_string(), history.seed.to_string()),
             ("simulated".to_string(), fmt_duration(history.duration_ns)),
         ]),
+    }
+    if system.is_none() {
+        let model = history.time_model.clone().unwrap_or_else(|| "none (messages 1-10 ms, servers free)".into());
+        facts.push(("time model".to_string(), model));
     }
     facts.push(("entries".to_string(), history.entries.len().to_string()));
     if let Some(summary) = summary {

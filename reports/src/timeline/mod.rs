@@ -79,6 +79,8 @@ pub struct Timeline {
     pub linearizability: Option<LinPanel>,
     /// The scenario's teaching text, shown at the end.
     pub description: String,
+    /// Every request of a run, for the latency plot (empty for traces and counterexamples).
+    pub latency: Vec<coordsim_checker::metrics::Sample>,
 }
 
 impl Timeline {
