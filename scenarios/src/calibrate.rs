@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use coordsim_checker::metrics::Metrics;
+use coordsim_sim::scenario::{Dur, Scenario};
 use coordsim_sim::timing::Dist;
 use coordsim_sim::timing::TimeModel;
 
@@ -231,6 +232,17 @@ impl Figures {
             ("lock, queueing included", self.lock_us),
         ]
     }
+}
+
+/// `queue` with one client that takes the lock, holds it, releases it and asks again 100 ms
+/// later for the whole run: its `lock` latency is the uncontended acquire, its `unlock` the
+/// release with nobody waiting.
+pub fn uncontended(queue: &Scenario) -> Scenario {
+    let mut alone = queue.clone();
+    alone.name = format!("{}-uncontended", queue.name);
+    alone.clients.count = 1;
+    alone.clients.think = Dur(Duration::from_millis(100));
+    alone
 }
 
 /// `1.23 ms`, `5.74 s`.

@@ -461,22 +461,9 @@ struct RunOptions<'a> {
 /// Sets every scenario's `[timing]` as `--profile` says.
 fn override_profile(loaded: &mut [Loaded], profile: &str) -> Result<(), InputError> {
     use coordsim_sim::scenario::TimingSpec;
-    use coordsim_sim::timing::{auto_profile, profile_names};
-    if !matches!(profile, "auto" | "none") && !profile_names().any(|name| name == profile) {
-        let names: Vec<&str> = profile_names().collect();
-        return Err(InputError::Usage(format!(
-            "--profile {profile:?}: expected auto, none or one of {}",
-            names.join(", ")
-        )));
-    }
     for scenario in loaded {
-        let name = match profile {
-            "none" => None,
-            "auto" => Some(auto_profile(scenario.scenario.uses_zookeeper())),
-            name => Some(name),
-        };
-        scenario.scenario.timing =
-            name.map(|name| TimingSpec { profile: Some(name.to_string()), ..Default::default() });
+        let spec = TimingSpec::from_flag(profile, scenario.scenario.uses_zookeeper()).map_err(InputError::Usage)?;
+        scenario.scenario.timing = Some(spec);
         scenario.arg = format!("{} --profile {profile}", scenario.arg);
     }
     Ok(())
@@ -748,17 +735,15 @@ fn bench(arg: &str, first: u64, last: u64) -> Result<ExitCode, InputError> {
     let loaded = load::resolve(arg)?;
     let seeds = last - first + 1;
     let scenario = &loaded.scenario;
-    // The same scenario in the other world of time: with its service's calibrated profile when
-    // it has no [timing], without a time model when it has one. Both are printed, so the time
+    // The same scenario in the other world of time: without a time model when it has one,
+    // with its service's calibrated profile when it has none. Both are printed, so the time
     // model's cost is read off one run of the command (seeds alternate between the two).
+    use coordsim_sim::scenario::TimingSpec;
     let mut other = scenario.clone();
-    other.timing = match scenario.timing {
-        Some(_) => None,
-        None => Some(coordsim_sim::scenario::TimingSpec {
-            profile: Some(coordsim_sim::timing::auto_profile(scenario.uses_zookeeper()).to_string()),
-            ..Default::default()
-        }),
-    };
+    other.timing = Some(match scenario.is_timed() {
+        true => TimingSpec::named(coordsim_sim::timing::PROFILE_NONE),
+        false => TimingSpec::named(coordsim_sim::timing::auto_profile(scenario.uses_zookeeper())),
+    });
     let mut runs = [BenchRun::default(), BenchRun::default()];
     for seed in first..=last {
         for (run, scenario) in runs.iter_mut().zip([scenario, &other]) {
@@ -767,9 +752,9 @@ fn bench(arg: &str, first: u64, last: u64) -> Result<ExitCode, InputError> {
     }
     let simulated_s = scenario.duration.0.as_secs_f64() * seeds as f64;
     crate::outln!("{}: {seeds} seeds of {} simulated, one at a time (one core)", scenario.name, scenario.duration);
-    let label = |scenario: &coordsim_sim::scenario::Scenario| match &scenario.timing {
-        None => "no time model".to_string(),
-        Some(timing) => timing.profile.clone().unwrap_or_else(|| "the scenario's [timing]".into()),
+    let label = |scenario: &coordsim_sim::scenario::Scenario| match scenario.time_model() {
+        Ok(Some(model)) => model.name,
+        _ => "no time model".to_string(),
     };
     for (run, scenario) in runs.iter().zip([scenario, &other]) {
         crate::outln!(
@@ -780,7 +765,7 @@ fn bench(arg: &str, first: u64, last: u64) -> Result<ExitCode, InputError> {
             simulated_s / run.simulate_s
         );
     }
-    let (plain, timed) = if scenario.timing.is_none() { (&runs[0], &runs[1]) } else { (&runs[1], &runs[0]) };
+    let (plain, timed) = if scenario.is_timed() { (&runs[1], &runs[0]) } else { (&runs[0], &runs[1]) };
     crate::outln!(
         "  the time model's cost: {:+.0} % wall time for the same simulated time ({} against {} history entries)",
         (timed.simulate_s / plain.simulate_s - 1.0) * 100.0,

@@ -79,12 +79,7 @@ fn variant(base: &Scenario, recipe: Recipe, profile: &str) -> Result<Scenario, I
             "--recipes: redlock runs on independent Redis servers, not on the scenario's cluster".into(),
         ));
     }
-    let name = match profile {
-        "none" => None,
-        "auto" => Some(coordsim_sim::timing::auto_profile(recipe.is_zookeeper()).to_string()),
-        name => Some(name.to_string()),
-    };
-    scenario.timing = name.map(|name| TimingSpec { profile: Some(name), ..TimingSpec::default() });
+    scenario.timing = Some(TimingSpec::from_flag(profile, recipe.is_zookeeper()).map_err(InputError::Usage)?);
     scenario.name = format!("{}-{}", base.name, recipe_name(recipe));
     scenario.validate().map_err(|e| {
         InputError::Usage(format!("{} with recipe {}: {}: {}", base.name, recipe_name(recipe), e.field, e.message))
@@ -109,15 +104,8 @@ pub fn rows(request: &Request) -> Result<Vec<Row>, InputError> {
             loaded.source
         )));
     }
-    if !matches!(request.profile.as_str(), "auto" | "none")
-        && !coordsim_sim::timing::profile_names().any(|name| name == request.profile)
-    {
-        let names: Vec<&str> = coordsim_sim::timing::profile_names().collect();
-        return Err(InputError::Usage(format!(
-            "--profile {:?}: expected auto, none or one of {}",
-            request.profile,
-            names.join(", ")
-        )));
+    if let Err(message) = TimingSpec::from_flag(&request.profile, false) {
+        return Err(InputError::Usage(message));
     }
     let recipes: Vec<Recipe> = if request.recipes.is_empty() {
         LOCKS.to_vec()
@@ -154,7 +142,7 @@ pub fn rows(request: &Request) -> Result<Vec<Row>, InputError> {
         let lock = |m: &Metrics| m.locks.values().next().cloned();
         rows.push(Row {
             recipe: recipe_name(*recipe),
-            profile: scenario.timing.as_ref().and_then(|t| t.profile.clone()).unwrap_or_else(|| "none".into()),
+            profile: scenario.timing.as_ref().map_or_else(|| "none".into(), TimingSpec::label),
             handoff_us: median(&metrics, |m| lock(m)?.handoff.map(|h| h.p50_us)),
             drain_us: median(&metrics, |m| lock(m).map(|l| l.drain_us)),
             lock_p99_us: median(&metrics, |m| m.requests.get("lock").map(|r| r.ok.p99_us)),

@@ -735,6 +735,14 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
             Ok(runs) => runs,
             Err(code) => return Ok(code),
         };
+        // The check the fit never sees: one client taking and releasing the queue lock on its
+        // own, so `lock` is the uncontended acquire latency ("a lock acquired in ~3 ms, released
+        // in ~1 ms on a LAN").
+        let alone = calibrate::uncontended(&queue);
+        let alone_real = match real_runs(args, &alone, system, &exe)? {
+            Ok(runs) => runs,
+            Err(code) => return Ok(code),
+        };
         let fail = |why: String| InputError::Usage(format!("calibrating {profile}: {why}"));
         let real_median = |runs: &RealRuns, figure: fn(&Figures) -> Option<u64>| {
             calibrate::median(&runs.figures.iter().filter_map(figure).collect::<Vec<_>>())
@@ -814,14 +822,21 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
         if let Some(folder) = &args.write_profiles {
             let text = calibrate::profile_file(&fitted, &today()).map_err(fail)?;
             let path = folder.join(format!("{profile}.toml"));
+            std::fs::create_dir_all(folder)
+                .map_err(|error| InputError::Io { path: folder.display().to_string(), error })?;
             std::fs::write(&path, text).map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
             eprintln!("  wrote {}", path.display());
         }
-        for (scenario, real) in [(&queue, &queue_real), (&herd, &herd_real)] {
+        for (scenario, real) in [(&queue, &queue_real), (&herd, &herd_real), (&alone, &alone_real)] {
             let fitted_figures = simulated_figures(scenario, &fitted, args.seeds).map_err(fail)?;
             let built_in = simulated_figures(scenario, &base, args.seeds).map_err(fail)?;
+            let alone_note = if scenario.name == alone.name {
+                "One client alone: `lock` is the uncontended acquire, `unlock` the release with nobody waiting.\n\n"
+            } else {
+                ""
+            };
             let mut table = format!(
-                "### {} on {} ({profile})\n\n| median unless said | real ({} runs) | simulator, fitted (seeds 1..{}) | \
+                "### {} on {} ({profile})\n\n{alone_note}| median unless said | real ({} runs) | simulator, fitted (seeds 1..{}) | \
                  simulator, built-in profile |\n|---|---|---|---|\n",
                 scenario.name,
                 system.name(),

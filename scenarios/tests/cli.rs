@@ -130,7 +130,7 @@ fn compare_prints_recipes_side_by_side_with_etcd_faster_and_the_herd_visible() {
         "--recipes",
         "etcd-mutex,zk-queue-lock,etcd-cas",
         "--seeds",
-        "1..1",
+        "1..3",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let table = text(&out.stdout);

@@ -122,7 +122,10 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
     let names: Vec<String> = scenario.server_names().into_iter().chain(scenario.client_names()).collect();
     // Held to the end of the run: the node registry lives exactly as long.
     let _nodes = node::install(epoch);
-    let model = scenario.timing.as_ref().map(|t| t.resolve().expect("the scenario's [timing] is validated"));
+    let model = scenario.time_model().expect("the scenario's [timing] is validated");
+    if let Some(model) = &model {
+        recorder.set_time_model(&model.name);
+    }
     net::install(model.as_ref().map_or(net::Links::MADSIM, net::Links::of));
     crate::timing::install();
 

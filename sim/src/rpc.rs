@@ -43,7 +43,7 @@ pub enum ClientRequest {
 impl ClientRequest {
     /// What the request costs on a server's CPU (`[timing] server`).
     pub fn class(&self) -> crate::timing::RequestClass {
-        use crate::timing::RequestClass::{Lease, Other, Read, Write};
+        use crate::timing::RequestClass::{Lease, Other, Read, Stream, Write};
         match self {
             ClientRequest::Write(Command::LeaseGrant { .. } | Command::LeaseRevoke { .. }) => Lease,
             ClientRequest::Write(_) | ClientRequest::Unlock { .. } => Write,
@@ -55,12 +55,11 @@ impl ClientRequest {
                 ZkRequest::Write(_) => Write,
                 ZkRequest::Exists { .. } | ZkRequest::GetData { .. } | ZkRequest::GetChildren { .. } => Read,
                 ZkRequest::CreateSession { .. } | ZkRequest::Ping { .. } | ZkRequest::Touch { .. } => Lease,
+                ZkRequest::Watch { .. } => Stream,
                 _ => Other,
             },
-            ClientRequest::Watch { .. }
-            | ClientRequest::Lock { .. }
-            | ClientRequest::Election(_)
-            | ClientRequest::Status => Other,
+            ClientRequest::Watch { .. } | ClientRequest::Election(ElectionRequest::Observe { .. }) => Stream,
+            ClientRequest::Lock { .. } | ClientRequest::Election(_) | ClientRequest::Status => Other,
         }
     }
 }

@@ -15,7 +15,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::net::sleep_until_exact;
 
-pub use coordsim_core::timing::{RequestClass, ServerTimes, TimeModel, auto_profile, profile, profile_names};
+pub use coordsim_core::timing::{
+    PROFILE_NONE, RequestClass, ServerTimes, TimeModel, auto_profile, profile, profile_names,
+};
 
 /// The run's `slow-disk` and `slow-cpu` faults in force, by server: (fault id, fsync time) and
 /// (fault id, CPU factor). Where several overlap, the slowest holds.
@@ -196,8 +198,12 @@ impl ServerCosts {
         Arc::new(ServerCosts { times, cpu: Cpu::default() })
     }
 
-    /// A client request of `class` takes its turn on the CPU, then waits its overhead.
+    /// A client request of `class` takes its turn on the CPU, then waits its overhead (a
+    /// [`RequestClass::Stream`] poll neither).
     pub async fn request(&self, class: RequestClass) {
+        if class == RequestClass::Stream {
+            return;
+        }
         let cost = draw(self.times.request_cost(class)).mul_f64(cpu_factor());
         let overhead = self.times.overhead.as_ref().map_or(Duration::ZERO, draw);
         self.cpu.spend_then_wait(cost, overhead).await;

@@ -199,11 +199,13 @@ impl Testbed {
 
     /// How long things take: a time profile by name (`etcd-3.4-loopback`,
     /// `zookeeper-3.8-loopback`; sim/core/profiles/), as `[timing] profile = "..."` in a
-    /// scenario file. Without one, every message takes 1–10 ms and servers cost nothing. An
-    /// unknown name is refused by [`Testbed::validate`] (and when the Testbed runs).
+    /// scenario file, or `"none"`: every message 1–10 ms and servers that cost nothing.
+    /// Without a call, `etcd-3.4-loopback` (a scenario file's `[timing]`, or its lock recipe's
+    /// service, when the Testbed was read from one): the Testbed's cluster serves both APIs and
+    /// cannot know which one the code calls, so ZooKeeper code names `zookeeper-3.8-loopback`.
+    /// An unknown name is refused by [`Testbed::validate`] (and when the Testbed runs).
     pub fn time_profile(mut self, name: &str) -> Self {
-        self.scenario.timing =
-            Some(coordsim_sim::scenario::TimingSpec { profile: Some(name.to_string()), ..Default::default() });
+        self.scenario.timing = Some(coordsim_sim::scenario::TimingSpec::named(name));
         self
     }
 

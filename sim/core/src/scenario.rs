@@ -63,7 +63,9 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observers: Option<ObserverSpec>,
     /// How long things take (`crate::timing`): a calibrated profile, or tables of the
-    /// scenario's own. Absent: every message 1–10 ms and servers that cost nothing.
+    /// scenario's own. Absent: the calibrated profile of the scenario's service
+    /// ([`Scenario::time_model`]); `profile = "none"`: every message 1–10 ms and servers that
+    /// cost nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<TimingSpec>,
     /// Per-node clocks at the start of the run (nodes not listed run at true time).
@@ -919,9 +921,7 @@ impl Scenario {
                 format!("{cost} must be at most {}", Dur(WATCH_EVENT_COST_MAX))
             })?;
         }
-        if let Some(timing) = &self.timing {
-            timing.resolve()?;
-        }
+        self.time_model()?;
         if let Some(observers) = &self.observers {
             check(self.lock.is_some(), "observers", || "observers watch the lock's keys: they need [lock]".into())?;
             check((1..=OBSERVERS_MAX).contains(&observers.count), "observers.count", || {
@@ -1160,6 +1160,21 @@ impl Scenario {
         })
     }
 
+    /// The time model this scenario runs on: its `[timing]`, or without one the calibrated
+    /// profile of the service its clients talk to (`auto_profile`: a scenario should take as
+    /// long as the real service it stands for; docs/time.md). `None`: `profile = "none"`.
+    pub fn time_model(&self) -> Result<Option<crate::timing::TimeModel>, ScenarioError> {
+        match &self.timing {
+            Some(spec) => spec.model(),
+            None => TimingSpec::named(crate::timing::auto_profile(self.uses_zookeeper())).model(),
+        }
+    }
+
+    /// Whether this scenario runs with a time model (see [`Scenario::time_model`]).
+    pub fn is_timed(&self) -> bool {
+        !self.timing.as_ref().is_some_and(TimingSpec::is_off)
+    }
+
     /// Whether the clients talk to the ZooKeeper view (a ZooKeeper recipe, or `[kv] api =
     /// "zookeeper"`) rather than to etcd's API.
     pub fn uses_zookeeper(&self) -> bool {
@@ -1343,15 +1358,33 @@ mod tests {
     }
 
     #[test]
+    fn a_scenario_runs_on_its_services_profile_unless_it_says_otherwise() {
+        let model = |extra: &str| lock_scenario(extra).unwrap().time_model().unwrap().map(|m| m.name);
+        assert_eq!(model("").as_deref(), Some("etcd-3.4-loopback"));
+        assert_eq!(
+            model("[timing]\nprofile = \"zookeeper-3.8-loopback\"\n").as_deref(),
+            Some("zookeeper-3.8-loopback")
+        );
+        assert_eq!(model("[timing]\nprofile = \"none\"\n"), None);
+        let tables = lock_scenario("[timing]\nprofile = \"none\"\n[timing.resource]\nwrite = \"1ms\"\n").unwrap_err();
+        assert_eq!(tables.field, "timing.resource");
+        let unknown = lock_scenario("[timing]\nprofile = \"lan\"\n").unwrap_err();
+        assert_eq!(unknown.field, "timing.profile");
+        assert!(unknown.message.contains("none"), "{}", unknown.message);
+    }
+
+    #[test]
     fn slow_disk_and_slow_cpu_need_a_time_model_and_a_server() {
         let timed = "[timing]\nprofile = \"etcd-3.4-loopback\"\n";
         let disk = "[[nemesis]]\nat = \"0s\"\nfor = \"1s\"\nkind = \"slow-disk\"\n";
         let cpu = "[[nemesis]]\nat = \"0s\"\nfor = \"1s\"\nkind = \"slow-cpu\"\n";
         assert!(lock_scenario(&format!("{timed}{disk}target = \"leader\"\ndelay = \"2s\"")).is_ok());
         assert!(lock_scenario(&format!("{timed}{cpu}target = \"s2\"\nrate = 20.0")).is_ok());
-        let untimed = lock_scenario(&format!("{disk}target = \"leader\"\ndelay = \"2s\"")).unwrap_err();
+        assert!(lock_scenario(&format!("{disk}target = \"leader\"\ndelay = \"2s\"")).is_ok(), "timed by default");
+        let none = "[timing]\nprofile = \"none\"\n";
+        let untimed = lock_scenario(&format!("{none}{disk}target = \"leader\"\ndelay = \"2s\"")).unwrap_err();
         assert_eq!(untimed.field, "nemesis[0].kind");
-        assert!(untimed.message.contains("[timing]"), "{}", untimed.message);
+        assert!(untimed.message.contains("profile = \"none\""), "{}", untimed.message);
         let client = lock_scenario(&format!("{timed}{disk}target = \"c1\"\ndelay = \"2s\"")).unwrap_err();
         assert_eq!(client.field, "nemesis[0].target");
         let forever = lock_scenario(&format!("{timed}{disk}target = \"leader\"\ndelay = \"11s\"")).unwrap_err();

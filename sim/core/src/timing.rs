@@ -271,11 +271,17 @@ pub struct TimeModel {
     pub resource: ResourceTimes,
 }
 
-/// `[timing]` in a scenario: a profile by name, and any of its tables replaced.
+/// The profile name that turns the time model off (`[timing] profile = "none"`, `--profile
+/// none`): every message 1–10 ms (madsim's default range), servers that cost nothing.
+pub const PROFILE_NONE: &str = "none";
+
+/// `[timing]` in a scenario: a profile by name, and any of its tables replaced. A scenario
+/// without `[timing]` runs on its service's calibrated profile ([`auto_profile`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimingSpec {
-    /// A profile of `sim/core/profiles/` (`coordsim explain --profile NAME` prints one).
+    /// A profile of `sim/core/profiles/` (`coordsim explain --profile NAME` prints one), or
+    /// [`PROFILE_NONE`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -321,6 +327,54 @@ pub fn profile(name: &str) -> Option<TimeModel> {
 }
 
 impl TimingSpec {
+    /// `[timing] profile = "NAME"` and nothing else.
+    pub fn named(name: &str) -> TimingSpec {
+        TimingSpec { profile: Some(name.to_string()), ..TimingSpec::default() }
+    }
+
+    /// What `--profile FLAG` asks of a scenario whose service is ZooKeeper or not: `auto` (its
+    /// service's calibrated profile), `none`, or a profile's name. Errors name the choices.
+    pub fn from_flag(flag: &str, uses_zookeeper: bool) -> Result<TimingSpec, String> {
+        match flag {
+            "auto" => Ok(TimingSpec::named(auto_profile(uses_zookeeper))),
+            PROFILE_NONE => Ok(TimingSpec::named(PROFILE_NONE)),
+            name if profile_names().any(|known| known == name) => Ok(TimingSpec::named(name)),
+            name => Err(format!(
+                "--profile {name:?}: expected auto, {PROFILE_NONE} or one of {}",
+                profile_names().collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+
+    /// The profile's name as a reader sees it: the profile, or "the scenario's [timing]".
+    pub fn label(&self) -> String {
+        self.profile.clone().unwrap_or_else(|| "the scenario's [timing]".into())
+    }
+
+    /// Whether this spec turns the time model off (`profile = "none"`).
+    pub fn is_off(&self) -> bool {
+        self.profile.as_deref() == Some(PROFILE_NONE)
+    }
+
+    /// The model this spec describes (`None` for `profile = "none"`, which takes no tables).
+    pub fn model(&self) -> Result<Option<TimeModel>, ScenarioError> {
+        if !self.is_off() {
+            return self.resolve().map(Some);
+        }
+        let tables = [
+            ("network", self.network.is_some()),
+            ("server", self.server.is_some()),
+            ("resource", self.resource.is_some()),
+        ];
+        match tables.iter().find(|(_, given)| *given) {
+            Some((table, _)) => Err(ScenarioError {
+                field: format!("timing.{table}"),
+                message: "profile = \"none\" turns the time model off: it takes no tables".into(),
+            }),
+            None => Ok(None),
+        }
+    }
+
     /// The model this spec describes: its profile with the tables it gives replaced; a spec
     /// without a profile must give every table.
     pub fn resolve(&self) -> Result<TimeModel, ScenarioError> {
@@ -328,7 +382,7 @@ impl TimingSpec {
             Some(name) => Some(profile(name).ok_or_else(|| ScenarioError {
                 field: "timing.profile".into(),
                 message: format!(
-                    "unknown profile {name:?}: expected one of {}",
+                    "unknown profile {name:?}: expected {PROFILE_NONE} or one of {}",
                     profile_names().collect::<Vec<_>>().join(", ")
                 ),
             })?),
@@ -374,8 +428,16 @@ pub enum RequestClass {
     Read,
     Write,
     Lease,
-    /// Anything else a client asks (a watch poll, a status, a lock service call).
+    /// Anything else a client asks (a status, a lock service call, a watch's creation).
     Other,
+    /// A watch long-poll: coordsim's transport of what the real services keep open as one
+    /// stream (etcd's Watch and Observe are gRPC streams; a ZooKeeper watch is registered by the
+    /// read that sets it and pushed on the session's connection). An open stream costs its
+    /// server nothing until an event goes out, and the events' cost is
+    /// `cluster.watch_event_cost`'s: a poll takes no CPU and no overhead. (Charged, the 2,000
+    /// re-polls after every change of watch-storm kept most watchers unregistered at the next
+    /// change, and the storm the real servers see vanished.)
+    Stream,
 }
 
 impl ServerTimes {
@@ -385,7 +447,7 @@ impl ServerTimes {
             RequestClass::Read => self.read.as_ref(),
             RequestClass::Write => self.write.as_ref(),
             RequestClass::Lease => self.lease.as_ref(),
-            RequestClass::Other => None,
+            RequestClass::Other | RequestClass::Stream => None,
         };
         specific.unwrap_or(&self.request)
     }

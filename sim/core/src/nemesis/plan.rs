@@ -362,9 +362,9 @@ fn typed(scenario: &Scenario, spec: &ScheduledFault, path: &str) -> Result<(Faul
             Fault::LinkDelay { from, to, delay: delay.0 }
         }
         FaultKindSpec::SlowDisk | FaultKindSpec::SlowCpu => {
-            check(scenario.timing.is_some(), &field("kind"), || {
+            check(scenario.is_timed(), &field("kind"), || {
                 format!(
-                    "a {} fault slows what the time model charges: add [timing] (profile = \"etcd-3.4-loopback\")",
+                    "a {} fault slows what the time model charges, which [timing] profile = \"none\" turns off",
                     kind.name()
                 )
             })?;
