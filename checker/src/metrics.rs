@@ -82,6 +82,65 @@ pub struct LockTimes {
     pub wakeups: u64,
 }
 
+/// The handful of figures a run is compared by (true time, µs): the median handoff and the drain
+/// of its busiest lock (the one with the most grants), the p99 of its lock requests and its
+/// keepalives, the median recovery after a fault. One reading for `coordsim compare`, sweep.json's
+/// per-run times and their medians.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Headline {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_p50_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_p99_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive_p99_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_p50_us: Option<u64>,
+}
+
+impl Headline {
+    /// Each figure the median (see [`median`]) of those of `runs` that have it.
+    pub fn median_of<'a>(runs: impl IntoIterator<Item = &'a Headline> + Clone) -> Headline {
+        let of = |figure: fn(&Headline) -> Option<u64>| median(runs.clone().into_iter().filter_map(figure).collect());
+        Headline {
+            handoff_p50_us: of(|h| h.handoff_p50_us),
+            drain_us: of(|h| h.drain_us),
+            lock_p99_us: of(|h| h.lock_p99_us),
+            keepalive_p99_us: of(|h| h.keepalive_p99_us),
+            recovery_p50_us: of(|h| h.recovery_p50_us),
+        }
+    }
+}
+
+/// The lower middle of `values` (of 2, the smaller: a figure one of the runs really had);
+/// `None` when empty.
+pub fn median(mut values: Vec<u64>) -> Option<u64> {
+    values.sort_unstable();
+    values.get(values.len().checked_sub(1)? / 2).copied()
+}
+
+impl Metrics {
+    /// The lock with the most grants (the first by name among equals).
+    pub fn busiest_lock(&self) -> Option<&LockTimes> {
+        self.locks.values().rev().max_by_key(|lock| lock.grants)
+    }
+
+    /// See [`Headline`]. A drain needs two grants.
+    pub fn headline(&self) -> Headline {
+        let lock = self.busiest_lock();
+        let ok_p99 = |kind: &str| self.requests.get(kind).map(|r| r.ok.p99_us);
+        Headline {
+            handoff_p50_us: lock.and_then(|l| l.handoff.as_ref()).map(|h| h.p50_us),
+            drain_us: lock.filter(|l| l.grants > 1).map(|l| l.drain_us),
+            lock_p99_us: ok_p99("lock"),
+            keepalive_p99_us: ok_p99("lease_keep_alive"),
+            recovery_p50_us: self.recovery.as_ref().map(|r| r.p50_us),
+        }
+    }
+}
+
 /// What [`of`] reads from a history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
@@ -319,6 +378,34 @@ mod tests {
 
     fn belief(time_ms: u64, node: &str, token: i64, phase: Phase) -> Entry {
         entry(time_ms, node, Event::Belief { lock: "l".into(), token, phase, reason: None })
+    }
+
+    #[test]
+    fn the_median_is_the_lower_middle_and_the_headline_reads_the_busiest_lock() {
+        assert_eq!(median(vec![9, 1, 5]), Some(5));
+        assert_eq!(median(vec![9, 1]), Some(1), "of two, the smaller: a value some run had");
+        assert_eq!(median(Vec::new()), None);
+        let lock = |grants: u64, handoff_us: u64| LockTimes {
+            grants,
+            handoff: Spread::of(vec![handoff_us * 1000]),
+            drain_us: grants * 10,
+            wakeups: 0,
+        };
+        let mut metrics = Metrics {
+            time_model: None,
+            requests: BTreeMap::new(),
+            locks: [("a".to_string(), lock(3, 7)), ("b".to_string(), lock(5, 9)), ("c".to_string(), lock(5, 4))].into(),
+            recovery: Spread::of(vec![2_000_000]),
+            unrecovered: 0,
+        };
+        let headline = metrics.headline();
+        assert_eq!(headline.handoff_p50_us, Some(9), "b: most grants, first by name among equals");
+        assert_eq!((headline.drain_us, headline.recovery_p50_us, headline.lock_p99_us), (Some(50), Some(2_000), None));
+        metrics.locks = [("a".to_string(), lock(1, 7))].into();
+        assert_eq!(metrics.headline().drain_us, None, "one grant drains nothing");
+        let runs = [Headline { handoff_p50_us: Some(3), ..Headline::default() }, Headline::default(), headline];
+        let merged = Headline::median_of(&runs);
+        assert_eq!((merged.handoff_p50_us, merged.drain_us), (Some(3), Some(50)), "each over the runs that have it");
     }
 
     #[test]

@@ -96,20 +96,10 @@ fn times_cell(scenario: &ScenarioSweep) -> String {
         ("recovery", median.recovery_p50_us),
     ]
     .into_iter()
-    .filter_map(|(name, us)| Some(format!("{name} {}", duration(us?))))
+    .filter_map(|(name, us)| Some(format!("{name} {}", crate::timeline::fmt_latency_us(us?))))
     .collect();
     parts.push(format!("({})", times.time_model.as_deref().unwrap_or("no time model")));
     parts.join("<br>")
-}
-
-/// `850 µs`, `5.1 ms`, `42 ms`, `5.5 s`.
-fn duration(us: u64) -> String {
-    match us {
-        0..1_000 => format!("{us} µs"),
-        1_000..10_000 => format!("{:.1} ms", us as f64 / 1e3),
-        10_000..1_000_000 => format!("{} ms", us / 1_000),
-        _ => format!("{:.1} s", us as f64 / 1e6),
-    }
 }
 
 fn table_safe(text: &str) -> String {

@@ -6,6 +6,7 @@
 //! time and no map with a random order. `junit.xml` and `summary.md` are rendered from a
 //! [`SweepSummary`] alone, so `coordsim report <out>` can re-render them from the file.
 
+use coordsim_checker::metrics::Headline;
 use coordsim_checker::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 
@@ -63,40 +64,7 @@ pub struct ScenarioSweep {
     pub times: Option<SweepTimes>,
 }
 
-/// One run's figures of time, from its summary's metrics (true time, µs): the lock with the
-/// most grants, and the keepalives and recovery of the whole run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunTimes {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handoff_p50_us: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drain_us: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lock_p99_us: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keepalive_p99_us: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recovery_p50_us: Option<u64>,
-}
-
-impl RunTimes {
-    /// `None` for a summary without metrics.
-    pub fn of(summary: &RunSummary) -> Option<RunTimes> {
-        let metrics = summary.metrics.as_ref()?;
-        let lock = metrics.locks.values().max_by_key(|lock| lock.grants);
-        let ok_p99 = |kind: &str| metrics.requests.get(kind).map(|r| r.ok.p99_us);
-        let times = RunTimes {
-            handoff_p50_us: lock.and_then(|l| l.handoff.as_ref()).map(|h| h.p50_us),
-            drain_us: lock.filter(|l| l.grants > 1).map(|l| l.drain_us),
-            lock_p99_us: ok_p99("lock"),
-            keepalive_p99_us: ok_p99("lease_keep_alive"),
-            recovery_p50_us: metrics.recovery.as_ref().map(|r| r.p50_us),
-        };
-        (times != RunTimes::default()).then_some(times)
-    }
-}
-
-/// A scenario's figures of time: each the median (lower middle) of the runs' that have it.
+/// A scenario's figures of time: each the median of the runs' that have it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepTimes {
     /// The time model the runs took their durations from (absent: none).
@@ -105,32 +73,23 @@ pub struct SweepTimes {
     /// Runs with figures of time.
     pub runs: usize,
     #[serde(flatten)]
-    pub median: RunTimes,
+    pub median: Headline,
 }
 
 impl SweepTimes {
     fn of(runs: &[RunLine], time_model: Option<String>) -> Option<SweepTimes> {
-        let timed: Vec<&RunTimes> = runs.iter().filter_map(|r| r.times.as_ref()).collect();
+        let timed: Vec<&Headline> = runs.iter().filter_map(|r| r.times.as_ref()).collect();
         if timed.is_empty() {
             return None;
         }
-        let median = |figure: fn(&RunTimes) -> Option<u64>| {
-            let mut values: Vec<u64> = timed.iter().filter_map(|t| figure(t)).collect();
-            values.sort_unstable();
-            values.get(values.len().checked_sub(1)? / 2).copied()
-        };
-        Some(SweepTimes {
-            time_model,
-            runs: timed.len(),
-            median: RunTimes {
-                handoff_p50_us: median(|t| t.handoff_p50_us),
-                drain_us: median(|t| t.drain_us),
-                lock_p99_us: median(|t| t.lock_p99_us),
-                keepalive_p99_us: median(|t| t.keepalive_p99_us),
-                recovery_p50_us: median(|t| t.recovery_p50_us),
-            },
-        })
+        Some(SweepTimes { time_model, runs: timed.len(), median: Headline::median_of(timed.iter().copied()) })
     }
+}
+
+/// A run's figures of time from its summary (`None` without metrics, or with none to show).
+fn run_times(summary: &RunSummary) -> Option<Headline> {
+    let headline = summary.metrics.as_ref()?.headline();
+    (headline != Headline::default()).then_some(headline)
 }
 
 /// Verdict counts of one property over a scenario's completed runs.
@@ -213,8 +172,9 @@ pub struct RunLine {
     pub status: RunStatus,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
+    /// The run's figures of time (`coordsim_checker::metrics::Headline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub times: Option<RunTimes>,
+    pub times: Option<Headline>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -499,7 +459,7 @@ fn add_done(sweep: &mut ScenarioSweep, summary: &RunSummary, report: Option<Stri
         seed: summary.seed,
         status: if summary.as_expected { RunStatus::AsExpected } else { RunStatus::Mismatch },
         failed,
-        times: RunTimes::of(summary),
+        times: run_times(summary),
     });
     // Every run of a scenario has the same model; `finish` takes the medians.
     if let Some(model) = summary.metrics.as_ref().and_then(|m| m.time_model.clone()) {

@@ -210,7 +210,7 @@ pub struct Figures {
 impl Figures {
     pub fn of(metrics: &Metrics) -> Figures {
         let p50 = |kind: &str| metrics.requests.get(kind).map(|r| r.ok.p50_us);
-        let lock = metrics.locks.values().next();
+        let lock = metrics.busiest_lock();
         Figures {
             resource_write_us: p50("write"),
             keepalive_us: p50("lease_keep_alive"),
@@ -257,13 +257,6 @@ pub fn range(values: &[u64]) -> String {
         (Some(lo), Some(hi)) => format!("{}–{}", show_us(*lo), show_us(*hi)),
         _ => "-".into(),
     }
-}
-
-/// The median of several runs' figure.
-pub fn median(values: &[u64]) -> Option<u64> {
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    sorted.get(sorted.len().saturating_sub(1) / 2).copied()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use coordsim_checker::metrics::Metrics;
+use coordsim_checker::metrics::{Headline, Metrics};
 use coordsim_sim::scenario::{Recipe, Scenario, TimingSpec};
 
 use crate::load::{self, InputError};
@@ -89,9 +89,7 @@ fn variant(base: &Scenario, recipe: Recipe, profile: &str) -> Result<Scenario, I
 
 /// The median of what `figure` gives for each seed's metrics.
 fn median(metrics: &[Metrics], figure: impl Fn(&Metrics) -> Option<u64>) -> Option<u64> {
-    let mut values: Vec<u64> = metrics.iter().filter_map(figure).collect();
-    values.sort_unstable();
-    values.get(values.len().checked_sub(1)? / 2).copied()
+    coordsim_checker::metrics::median(metrics.iter().filter_map(figure).collect())
 }
 
 /// Runs every recipe over the seeds and returns its row.
@@ -139,21 +137,22 @@ pub fn rows(request: &Request) -> Result<Vec<Row>, InputError> {
                 }
             }
         }
-        let lock = |m: &Metrics| m.locks.values().next().cloned();
+        let headlines: Vec<Headline> = metrics.iter().map(Metrics::headline).collect();
+        let headline = Headline::median_of(&headlines);
         rows.push(Row {
             recipe: recipe_name(*recipe),
             profile: scenario.timing.as_ref().map_or_else(|| "none".into(), TimingSpec::label),
-            handoff_us: median(&metrics, |m| lock(m)?.handoff.map(|h| h.p50_us)),
-            drain_us: median(&metrics, |m| lock(m).map(|l| l.drain_us)),
-            lock_p99_us: median(&metrics, |m| m.requests.get("lock").map(|r| r.ok.p99_us)),
-            keepalive_p99_us: median(&metrics, |m| m.requests.get("lease_keep_alive").map(|r| r.ok.p99_us)),
+            handoff_us: headline.handoff_p50_us,
+            drain_us: headline.drain_us,
+            lock_p99_us: headline.lock_p99_us,
+            keepalive_p99_us: headline.keepalive_p99_us,
             // Every grant's holder releases once (the last release may wake nobody).
             wakeups_per_release_x100: median(&metrics, |m| {
-                let lock = lock(m)?;
+                let lock = m.busiest_lock()?;
                 (lock.grants > 0).then(|| lock.wakeups * 100 / lock.grants)
             }),
-            grants: median(&metrics, |m| lock(m).map(|l| l.grants)),
-            recovery_us: median(&metrics, |m| m.recovery.as_ref().map(|r| r.p50_us)),
+            grants: median(&metrics, |m| m.busiest_lock().map(|l| l.grants)),
+            recovery_us: headline.recovery_p50_us,
             violations,
         });
     }

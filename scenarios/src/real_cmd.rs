@@ -700,7 +700,7 @@ fn simulated_median(
 ) -> Result<u64, String> {
     let figures = simulated_figures(scenario, model, seeds)?;
     let values: Vec<u64> = figures.iter().filter_map(figure).collect();
-    crate::calibrate::median(&values)
+    coordsim_checker::metrics::median(values)
         .ok_or_else(|| format!("{}: no such figure in the simulator's runs", scenario.name))
 }
 
@@ -745,7 +745,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
         };
         let fail = |why: String| InputError::Usage(format!("calibrating {profile}: {why}"));
         let real_median = |runs: &RealRuns, figure: fn(&Figures) -> Option<u64>| {
-            calibrate::median(&runs.figures.iter().filter_map(figure).collect::<Vec<_>>())
+            coordsim_checker::metrics::median(runs.figures.iter().filter_map(figure).collect())
         };
         let base = coordsim_sim::timing::profile(profile).expect("a built-in profile");
         let mut model = base.clone();

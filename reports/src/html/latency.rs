@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use coordsim_checker::metrics::{Outcome, Sample, Spread};
 
-use crate::timeline::{color_for, fmt_duration};
+use crate::timeline::{color_for, fmt_duration, fmt_latency_us};
 
 /// The usual request kinds in colours far apart (lock and unlock next to each other must not
 /// look alike); any other kind gets a hue from its name.
@@ -129,12 +129,7 @@ pub fn section(out: &mut String, samples: &[Sample], end_ns: u64) {
     for (kind, (_, ok, bad)) in kinds {
         let spread = Spread::of(ok);
         let figures = match spread {
-            Some(s) => format!(
-                "{} ok, p50 {}, p99 {}",
-                s.count,
-                latency_label(s.p50_us * 1000),
-                latency_label(s.p99_us * 1000)
-            ),
+            Some(s) => format!("{} ok, p50 {}, p99 {}", s.count, fmt_latency_us(s.p50_us), fmt_latency_us(s.p99_us)),
             None => "none ok".to_string(),
         };
         let failed = if bad > 0 { format!(", {bad} failed or unknown (rings)") } else { String::new() };
@@ -148,14 +143,9 @@ pub fn section(out: &mut String, samples: &[Sample], end_ns: u64) {
     out.push_str("</p>\n<p class=\"legend\">Sent time across (true time), latency up (log scale); per kind and pixel column the fastest and slowest request are drawn.</p>\n</section>\n");
 }
 
-/// `850 µs`, `4.2 ms`, `1.3 s`.
+/// A latency in ns as the axis and legend show it.
 fn latency_label(ns: u64) -> String {
-    match ns {
-        0..1_000_000 => format!("{} µs", ns / 1000),
-        1_000_000..10_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
-        10_000_000..1_000_000_000 => format!("{} ms", ns / 1_000_000),
-        _ => format!("{:.1} s", ns as f64 / 1e9),
-    }
+    fmt_latency_us(ns / 1000)
 }
 
 #[cfg(test)]

@@ -48,6 +48,16 @@ pub fn fmt_duration(ns: u64) -> String {
     if ns >= 1_000_000_000 { fmt_seconds(ns) } else { format!("{} ms", ns / 1_000_000) }
 }
 
+/// A latency, `us` µs, to two or three significant figures: `850 µs`, `5.1 ms`, `42 ms`, `5.5 s`.
+pub fn fmt_latency_us(us: u64) -> String {
+    match us {
+        0..1_000 => format!("{us} µs"),
+        1_000..10_000 => format!("{:.1} ms", us as f64 / 1e3),
+        10_000..1_000_000 => format!("{} ms", us / 1_000),
+        _ => format!("{:.1} s", us as f64 / 1e6),
+    }
+}
+
 /// Everything one report.html shows.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
