@@ -4,6 +4,11 @@
 //!
 //! Writers use etcd's API ([`etcd`]) or ZooKeeper's ([`zookeeper`]); both are recorded as the
 //! same put, get, delete and cas calls. Watchers use etcd's ([`watch`]).
+//!
+//! The writers' and readers' loops ([`run_writer`], [`run_reader`]) are written once for both
+//! worlds of I/O: a [`KvConnection`] is the simulator's client here and a real cluster's client in
+//! coordsim-real, so the operations a seed draws and what a writer learns from their outcomes
+//! cannot drift apart between the two.
 
 mod etcd;
 mod watch;
@@ -17,7 +22,7 @@ use madsim::rand::Rng;
 
 use crate::client::Client;
 use crate::client::zk::ZkClient;
-use crate::clock::Clock;
+use crate::clock::{Clock, LocalTime};
 use crate::recorder::Recorder;
 use crate::scenario::{KvApi, KvSpec, ZkReads};
 
@@ -43,7 +48,8 @@ pub struct KvPlan {
     pub role: KvRole,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum KvRole {
     Writer,
     /// The first writer also compacts the store now and then.
@@ -83,14 +89,14 @@ impl Op {
 /// What a client last learned of a key: its value (`None`: absent) and the version it had with
 /// that value (etcd: its mod_revision, 0 when absent; ZooKeeper: the znode's version).
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Seen {
-    value: Option<String>,
-    version: i64,
+pub struct Seen {
+    pub value: Option<String>,
+    pub version: i64,
 }
 
 /// What a compare-and-swap requires of the key's current state.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Guard {
+pub enum Guard {
     /// The key does not exist.
     Absent,
     /// It holds this value (etcd's value compare).
@@ -101,7 +107,7 @@ enum Guard {
 
 impl Guard {
     /// The guard on what was seen of a key, as a read-modify-write writes back: by version.
-    fn on_version(seen: &Seen) -> Guard {
+    pub fn on_version(seen: &Seen) -> Guard {
         match &seen.value {
             None => Guard::Absent,
             Some(value) => Guard::Version { value: value.clone(), version: seen.version },
@@ -109,7 +115,7 @@ impl Guard {
     }
 
     /// The value the history records as expected (`None`: absent).
-    fn expected(&self) -> Option<&str> {
+    pub fn expected(&self) -> Option<&str> {
         match self {
             Guard::Absent => None,
             Guard::Value(value) | Guard::Version { value, .. } => Some(value),
@@ -119,81 +125,131 @@ impl Guard {
 
 /// What a completed operation told the client.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Step {
+pub struct Step {
     /// The store revision (zxid) it saw or made.
-    revision: i64,
+    pub revision: i64,
     /// The key's state as the operation left or found it; `None` for a compare-and-swap that
     /// found the key changed (a conflict) and so learned nothing of its new state.
-    seen: Option<Seen>,
+    pub seen: Option<Seen>,
 }
 
 impl Step {
-    fn learned(revision: i64, seen: Seen) -> Step {
+    pub fn learned(revision: i64, seen: Seen) -> Step {
         Step { revision, seen: Some(seen) }
     }
 
-    fn conflict(revision: i64) -> Step {
+    pub fn conflict(revision: i64) -> Step {
         Step { revision, seen: None }
     }
 }
 
-/// A writer's connection: etcd's API, or a ZooKeeper client connected to one server.
-enum Api {
-    Etcd(Client),
-    Zookeeper { zk: ZkClient, reads: ZkReads },
+/// A writer's or reader's connection to the key-value store, in either world of I/O. Each
+/// operation records its call and its outcome in the run's history (a write without an answer as
+/// `info`: it may have happened) and returns what it taught, `None` when nothing was learned.
+/// Times are the client's own local time.
+#[allow(async_fn_in_trait)] // each world drives its clients on one thread: no `Send` bound is needed
+pub trait KvConnection {
+    /// The key `k<i>` (etcd) or the znode `/k<i>` (ZooKeeper).
+    fn key(&self, i: usize) -> String;
+    /// The guard of a plain compare-and-swap on the key as last seen (never seen: absent). etcd
+    /// compares the value; ZooKeeper can only compare the version.
+    fn last_seen_guard(&self, seen: Option<&Seen>) -> Guard;
+    /// Whether the keys must be created before a put can change them (ZooKeeper's setData).
+    fn creates_keys_first(&self) -> bool;
+    /// Whether the store can be compacted (etcd).
+    fn compacts(&self) -> bool;
+    /// The client's local monotonic time.
+    fn now(&self) -> LocalTime;
+    /// Sleeps `duration` of the client's local time.
+    async fn sleep(&self, duration: Duration);
+    async fn put(&self, node: &str, key: &str, value: String) -> Option<Step>;
+    async fn get(&self, node: &str, key: &str) -> Option<Step>;
+    async fn delete(&self, node: &str, key: &str) -> Option<Step>;
+    async fn cas(&self, node: &str, key: &str, guard: Guard, new: String) -> Option<Step>;
+    /// Compacts the store at `revision`. Not an operation of the history: it changes no key,
+    /// only what watches can replay.
+    async fn compact(&self, revision: i64);
 }
 
-impl Api {
+/// A writer's connection in the simulator: etcd's API, or a ZooKeeper client connected to one
+/// server.
+enum Api<'a> {
+    Etcd { client: Client, recorder: &'a Recorder },
+    Zookeeper { zk: ZkClient, reads: ZkReads, recorder: &'a Recorder },
+}
+
+impl Api<'_> {
     fn clock(&self) -> &Clock {
         match self {
-            Api::Etcd(client) => client.clock(),
+            Api::Etcd { client, .. } => client.clock(),
             Api::Zookeeper { zk, .. } => zk.client().clock(),
         }
     }
+}
 
-    /// The key `k<i>` or the znode `/k<i>`.
+impl KvConnection for Api<'_> {
     fn key(&self, i: usize) -> String {
         match self {
-            Api::Etcd(_) => format!("{KEY_PREFIX}{i}"),
+            Api::Etcd { .. } => format!("{KEY_PREFIX}{i}"),
             Api::Zookeeper { .. } => format!("/{KEY_PREFIX}{i}"),
         }
     }
 
-    /// The guard of a plain compare-and-swap on the key as last seen (never seen: absent).
-    /// etcd compares the value; ZooKeeper can only compare the version.
     fn last_seen_guard(&self, seen: Option<&Seen>) -> Guard {
         match (self, seen) {
             (_, None) => Guard::Absent,
-            (Api::Etcd(_), Some(seen)) => seen.value.clone().map_or(Guard::Absent, Guard::Value),
+            (Api::Etcd { .. }, Some(seen)) => seen.value.clone().map_or(Guard::Absent, Guard::Value),
             (Api::Zookeeper { .. }, Some(seen)) => Guard::on_version(seen),
         }
     }
 
-    async fn put(&self, recorder: &Recorder, node: &str, key: &str, value: String) -> Option<Step> {
+    fn creates_keys_first(&self) -> bool {
+        matches!(self, Api::Zookeeper { .. })
+    }
+
+    fn compacts(&self) -> bool {
+        matches!(self, Api::Etcd { .. })
+    }
+
+    fn now(&self) -> LocalTime {
+        self.clock().now()
+    }
+
+    async fn sleep(&self, duration: Duration) {
+        self.clock().sleep(duration).await;
+    }
+
+    async fn put(&self, node: &str, key: &str, value: String) -> Option<Step> {
         match self {
-            Api::Etcd(client) => etcd::put(client, recorder, node, key, value).await,
-            Api::Zookeeper { zk, .. } => zookeeper::put(zk, recorder, node, key, value).await,
+            Api::Etcd { client, recorder } => etcd::put(client, recorder, node, key, value).await,
+            Api::Zookeeper { zk, recorder, .. } => zookeeper::put(zk, recorder, node, key, value).await,
         }
     }
 
-    async fn get(&self, recorder: &Recorder, node: &str, key: &str) -> Option<Step> {
+    async fn get(&self, node: &str, key: &str) -> Option<Step> {
         match self {
-            Api::Etcd(client) => etcd::get(client, recorder, node, key).await,
-            Api::Zookeeper { zk, reads } => zookeeper::get(zk, *reads, recorder, node, key).await,
+            Api::Etcd { client, recorder } => etcd::get(client, recorder, node, key).await,
+            Api::Zookeeper { zk, reads, recorder } => zookeeper::get(zk, *reads, recorder, node, key).await,
         }
     }
 
-    async fn delete(&self, recorder: &Recorder, node: &str, key: &str) -> Option<Step> {
+    async fn delete(&self, node: &str, key: &str) -> Option<Step> {
         match self {
-            Api::Etcd(client) => etcd::delete(client, recorder, node, key).await,
+            Api::Etcd { client, recorder } => etcd::delete(client, recorder, node, key).await,
             Api::Zookeeper { .. } => unreachable!("a validated ZooKeeper workload has no deletes"),
         }
     }
 
-    async fn cas(&self, recorder: &Recorder, node: &str, key: &str, guard: Guard, new: String) -> Option<Step> {
+    async fn cas(&self, node: &str, key: &str, guard: Guard, new: String) -> Option<Step> {
         match self {
-            Api::Etcd(client) => etcd::cas(client, recorder, node, key, guard, new).await,
-            Api::Zookeeper { zk, .. } => zookeeper::cas(zk, recorder, node, key, guard, new).await,
+            Api::Etcd { client, recorder } => etcd::cas(client, recorder, node, key, guard, new).await,
+            Api::Zookeeper { zk, recorder, .. } => zookeeper::cas(zk, recorder, node, key, guard, new).await,
+        }
+    }
+
+    async fn compact(&self, revision: i64) {
+        if let Api::Etcd { client, .. } = self {
+            etcd::compact(client, revision).await;
         }
     }
 }
@@ -206,65 +262,74 @@ pub async fn run_kv_client(plan: KvPlan, clock: Clock, recorder: Recorder) {
         return watch::watch(&plan, &client, &recorder).await;
     }
     let api = match plan.spec.api {
-        KvApi::Etcd => Api::Etcd(client),
+        KvApi::Etcd => Api::Etcd { client, recorder: &recorder },
         // No session: the workload's znodes are persistent.
-        KvApi::Zookeeper => {
-            Api::Zookeeper { zk: ZkClient::connected_to(&client, 0, plan.index), reads: plan.spec.zk_reads() }
-        }
+        KvApi::Zookeeper => Api::Zookeeper {
+            zk: ZkClient::connected_to(&client, 0, plan.index),
+            reads: plan.spec.zk_reads(),
+            recorder: &recorder,
+        },
     };
     match plan.role {
-        KvRole::Reader => read(&plan, &api, &recorder).await,
-        _ => Writer { plan: &plan, api: &api, recorder: &recorder, written: 0, seen: BTreeMap::new() }.run().await,
+        KvRole::Reader => run_reader(&plan.name, &plan.spec, &api).await,
+        _ => run_writer(&plan.name, plan.role, &plan.spec, &api).await,
     }
 }
 
-/// A reader's loop: a random key every interval (±50%).
-async fn read(plan: &KvPlan, api: &Api, recorder: &Recorder) {
+/// A reader's loop: a random key every interval (±50%), forever. Draws come from
+/// `madsim::rand`: the run's seeded RNG in the simulator, the OS's outside it.
+pub async fn run_reader(node: &str, spec: &KvSpec, conn: &impl KvConnection) {
     loop {
         let factor = madsim::rand::thread_rng().gen_range(0.5..1.5);
-        api.clock().sleep(plan.spec.interval.0.mul_f64(factor)).await;
-        let key = api.key(madsim::rand::thread_rng().gen_range(0..plan.spec.keys));
-        api.get(recorder, &plan.name, &key).await;
+        conn.sleep(spec.interval.0.mul_f64(factor)).await;
+        let key = conn.key(madsim::rand::thread_rng().gen_range(0..spec.keys));
+        conn.get(node, &key).await;
     }
+}
+
+/// A writer's loop, forever: every interval (±50%) a random key and an operation drawn by the
+/// spec's shares; the writer-and-compactor also compacts the store every `compact_every`.
+pub async fn run_writer(node: &str, role: KvRole, spec: &KvSpec, conn: &impl KvConnection) {
+    Writer { node, spec, conn, written: 0, seen: BTreeMap::new() }.run(role).await
 }
 
 /// One writer's state: how many values it made (they are unique: `c2-17`) and what it last
 /// learned of each key.
-struct Writer<'a> {
-    plan: &'a KvPlan,
-    api: &'a Api,
-    recorder: &'a Recorder,
+struct Writer<'a, C> {
+    node: &'a str,
+    spec: &'a KvSpec,
+    conn: &'a C,
     written: u64,
     seen: BTreeMap<String, Seen>,
 }
 
-impl Writer<'_> {
-    async fn run(mut self) {
-        let spec = &self.plan.spec;
+impl<C: KvConnection> Writer<'_, C> {
+    async fn run(mut self, role: KvRole) {
+        let spec = self.spec;
         let mut latest_revision = 0i64;
-        let mut next_compaction = self.api.clock().now().plus(spec.compact_every.0);
-        if let Api::Zookeeper { .. } = self.api {
+        let mut next_compaction = self.conn.now().plus(spec.compact_every.0);
+        if self.conn.creates_keys_first() {
             // Znodes must exist before setData can change them: each writer creates those not
             // there yet (a create that finds the node changes nothing: a cas that did not swap).
             for i in 0..spec.keys {
-                let key = self.api.key(i);
+                let key = self.conn.key(i);
                 let value = self.next_value();
-                let step = self.api.cas(self.recorder, &self.plan.name, &key, Guard::Absent, value).await;
+                let step = self.conn.cas(self.node, &key, Guard::Absent, value).await;
                 self.learn(&key, step);
             }
         }
         loop {
             let factor = madsim::rand::thread_rng().gen_range(0.5..1.5);
-            self.api.clock().sleep(spec.interval.0.mul_f64(factor)).await;
-            if let Api::Etcd(client) = self.api
-                && self.plan.role == KvRole::WriterAndCompactor
+            self.conn.sleep(spec.interval.0.mul_f64(factor)).await;
+            if self.conn.compacts()
+                && role == KvRole::WriterAndCompactor
                 && !spec.compact_every.0.is_zero()
-                && client.clock().now() >= next_compaction
+                && self.conn.now() >= next_compaction
             {
-                next_compaction = client.clock().now().plus(spec.compact_every.0);
-                etcd::compact(client, latest_revision).await;
+                next_compaction = self.conn.now().plus(spec.compact_every.0);
+                self.conn.compact(latest_revision).await;
             }
-            let key = self.api.key(madsim::rand::thread_rng().gen_range(0..spec.keys));
+            let key = self.conn.key(madsim::rand::thread_rng().gen_range(0..spec.keys));
             let op = Op::pick(spec, madsim::rand::thread_rng().r#gen());
             let step = match op {
                 Op::Update => self.update(&key).await,
@@ -278,13 +343,13 @@ impl Writer<'_> {
 
     /// One operation of `op`'s kind on `key`, with a fresh value.
     async fn once(&mut self, op: Op, key: &str) -> Option<Step> {
-        let (api, recorder, node) = (self.api, self.recorder, self.plan.name.as_str());
+        let (conn, node) = (self.conn, self.node);
         let value = self.next_value();
         let step = match op {
-            Op::Put => api.put(recorder, node, key, value).await,
-            Op::Get => api.get(recorder, node, key).await,
-            Op::Delete => api.delete(recorder, node, key).await,
-            Op::Cas => api.cas(recorder, node, key, api.last_seen_guard(self.seen.get(key)), value).await,
+            Op::Put => conn.put(node, key, value).await,
+            Op::Get => conn.get(node, key).await,
+            Op::Delete => conn.delete(node, key).await,
+            Op::Cas => conn.cas(node, key, conn.last_seen_guard(self.seen.get(key)), value).await,
             Op::Update => unreachable!("a read-modify-write is not one operation"),
         };
         self.learn(key, step)
@@ -294,13 +359,13 @@ impl Writer<'_> {
     /// version read; on a conflict, again from the read. Ends at the first write that swapped,
     /// at an operation without an answer, or after [`UPDATE_ATTEMPTS_MAX`] attempts.
     async fn update(&mut self, key: &str) -> Option<Step> {
-        let (api, recorder, node) = (self.api, self.recorder, self.plan.name.as_str());
+        let (conn, node) = (self.conn, self.node);
         for _ in 0..UPDATE_ATTEMPTS_MAX {
-            let read = api.get(recorder, node, key).await;
+            let read = conn.get(node, key).await;
             let seen = self.learn(key, read)?.seen.expect("a read learns the key's state");
-            api.clock().sleep(self.plan.spec.work.0).await;
+            conn.sleep(self.spec.work.0).await;
             let value = self.next_value();
-            let write = self.learn(key, api.cas(recorder, node, key, Guard::on_version(&seen), value).await)?;
+            let write = self.learn(key, conn.cas(node, key, Guard::on_version(&seen), value).await)?;
             if write.seen.is_some() {
                 return Some(write);
             }
@@ -310,7 +375,7 @@ impl Writer<'_> {
 
     fn next_value(&mut self) -> String {
         self.written += 1;
-        format!("{}-{}", self.plan.name, self.written)
+        format!("{}-{}", self.node, self.written)
     }
 
     /// Remembers what a completed operation taught about `key`, and passes it on.
