@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::{ClientConfig, System};
+use crate::config::{ClientConfig, System, Workload};
 use crate::etcd::EtcdBackend;
 use crate::journal::Journal;
 use crate::workload;
@@ -23,17 +23,26 @@ pub fn main(config_path: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
         let stop = workload::sleep_until(&journal, config.stop_ns);
+        let lock = match &config.workload {
+            Workload::Lock(lock) => lock,
+            Workload::Kv(kv) => {
+                return tokio::select! {
+                    done = crate::kv::run(&config, kv, journal.clone()) => done,
+                    () = stop => Ok(()),
+                };
+            }
+        };
         match config.system {
             System::Etcd => {
                 let work = async {
                     // No member may answer yet (a partition, a crash): try again until one does.
                     let mut backend = loop {
-                        match EtcdBackend::connect(&config, journal.clone()).await {
+                        match EtcdBackend::connect(&config, lock, journal.clone()).await {
                             Ok(backend) => break backend,
                             Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
                         }
                     };
-                    workload::run(&config, &mut backend, &journal).await
+                    workload::run(&config, lock, &mut backend, &journal).await
                 };
                 tokio::select! {
                     () = work => {}
@@ -41,9 +50,9 @@ pub fn main(config_path: &Path) -> Result<(), String> {
                 }
             }
             System::Zookeeper => {
-                let mut backend = ZkBackend::new(&config, journal.clone());
+                let mut backend = ZkBackend::new(&config, lock, journal.clone());
                 tokio::select! {
-                    () = workload::run(&config, &mut backend, &journal) => {}
+                    () = workload::run(&config, lock, &mut backend, &journal) => {}
                     () = stop => {}
                 }
             }

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use coordsim_sim::scenario::Recipe;
+use coordsim_sim::kv_workload::KvRole;
+use coordsim_sim::scenario::{KvSpec, Recipe};
 use serde::{Deserialize, Serialize};
 
 /// Which real system a run targets.
@@ -33,6 +34,32 @@ pub struct ClientConfig {
     pub system: System,
     /// etcd: `http://127.0.0.1:PORT` per member; ZooKeeper: `127.0.0.1:PORT` per server.
     pub endpoints: Vec<String>,
+    /// What the client does: the lock workload or the key-value workload.
+    pub workload: Workload,
+    /// `CLOCK_MONOTONIC` reading, in ns, at the run's start.
+    pub epoch_ns: u64,
+    /// When the client starts acting and when it stops (exits), in ns since the epoch.
+    pub start_ns: u64,
+    pub stop_ns: u64,
+    /// Where the client writes its journal.
+    pub journal: PathBuf,
+    /// First operation id of this client (spaced per client so ids never collide).
+    pub op_base: u64,
+}
+
+/// A client's workload: the scenario's `[lock]` or its `[kv]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Workload {
+    Lock(LockConfig),
+    Kv(KvConfig),
+}
+
+/// The lock workload (`[lock]`, `[clients]`, `[resource]`). Durations in ms of the client's own
+/// timers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockConfig {
     pub recipe: Recipe,
     /// etcd: the lock prefix (`/locks/resource`); ZooKeeper: the lock node's path.
     pub lock_name: String,
@@ -62,13 +89,12 @@ pub struct ClientConfig {
     /// ZooKeeper recipe switches.
     pub unique_tag: bool,
     pub recheck_vanished: bool,
-    /// `CLOCK_MONOTONIC` reading, in ns, at the run's start.
-    pub epoch_ns: u64,
-    /// When the client starts acting and when it stops (exits), in ns since the epoch.
-    pub start_ns: u64,
-    pub stop_ns: u64,
-    /// Where the client writes its journal.
-    pub journal: PathBuf,
-    /// First operation id of this client (spaced per client so ids never collide).
-    pub op_base: u64,
+}
+
+/// The key-value workload (`[kv]`): the client's part of it (sim/src/kv_workload).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvConfig {
+    pub spec: KvSpec,
+    pub role: KvRole,
 }

@@ -25,6 +25,7 @@ pub mod cluster;
 pub mod config;
 pub mod etcd;
 pub mod journal;
+pub mod kv;
 pub mod links;
 pub mod netns;
 pub mod procs;
@@ -41,7 +42,7 @@ use coordsim_checker::properties::Property;
 pub use config::System;
 
 /// The properties a real run can judge (the checker's [`Property::FROM_OUTSIDE`]).
-pub const JUDGED: [Property; 7] = Property::FROM_OUTSIDE;
+pub const JUDGED: [Property; 9] = Property::FROM_OUTSIDE;
 
 /// Runs [`run::run`] on a current-thread runtime on this thread, until it ends or SIGINT/SIGTERM;
 /// either way every process and namespace it made is gone before this returns.

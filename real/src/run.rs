@@ -12,14 +12,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coordsim_checker::history::{Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA};
+use coordsim_sim::kv_workload::KvRole;
 use coordsim_sim::nemesis::links::{self, Link};
 use coordsim_sim::nemesis::plan::{self, Fault, Partition, PlannedFault, Target};
-use coordsim_sim::scenario::{KeepAliveMode, Recipe, Scenario};
+use coordsim_sim::scenario::{KeepAliveMode, KvApi, KvSpec, LockSpec, Recipe, Scenario};
 
 use crate::cluster::etcd::EtcdCluster;
 use crate::cluster::zookeeper::ZkEnsemble;
 use crate::cluster::{Cluster, Hosts};
-use crate::config::{ClientConfig, System};
+use crate::config::{ClientConfig, KvConfig, LockConfig, System, Workload};
 use crate::journal::{self, Journal};
 use crate::links::LinkControl;
 use crate::procs::{self, Procs};
@@ -77,53 +78,10 @@ fn unsupported(field: impl Into<String>, message: impl Into<String>) -> Unsuppor
 
 /// Checks that `scenario` can run on `system` and returns its fault plan for `run`.
 pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<PlannedFault>, Unsupported> {
-    let Some(lock) = &scenario.lock else {
-        return Err(unsupported(
-            "kv",
-            "the key-value workload runs only in the simulator so far; use a [lock] scenario",
-        ));
-    };
-    let ok = match system {
-        System::Etcd => matches!(
-            lock.recipe,
-            Recipe::EtcdMutex | Recipe::EtcdCas | Recipe::EtcdLockApi | Recipe::EtcdSemaphore | Recipe::EtcdElection
-        ),
-        System::Zookeeper => matches!(lock.recipe, Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection),
-    };
-    if !ok {
-        let name = serde_json::to_string(&lock.recipe).unwrap_or_default();
-        let supported = match system {
-            System::Etcd => "etcd-mutex, etcd-cas, etcd-lock-api, etcd-semaphore, etcd-election",
-            System::Zookeeper => "zk-queue-lock, zk-herd-lock, zk-election",
-        };
-        return Err(unsupported(
-            "lock.recipe",
-            format!("{name} does not run on {} (there: {supported})", system.name()),
-        ));
-    }
-    if lock.client_deadline.is_some() && system == System::Zookeeper {
-        return Err(unsupported(
-            "lock.client_deadline",
-            "a client deadline is a lease-session setting: etcd recipes only",
-        ));
-    }
-    if lock.connection_state_error_policy.is_some() {
-        return Err(unsupported(
-            "lock.connection_state_error_policy",
-            "Curator's connection-state policies run only in the simulator so far (the real client is the zookeeper-client crate, whose hold ends when its session does)",
-        ));
-    }
-    // Simulator-only so far: the real clients always attach their entry to the session and keep
-    // it alive from a task of their own.
-    if !lock.lease || !lock.ephemeral {
-        let field = if lock.lease { "lock.ephemeral" } else { "lock.lease" };
-        return Err(unsupported(field, "lock entries that outlive their session run only in the simulator so far"));
-    }
-    if lock.keepalive != KeepAliveMode::Background {
-        return Err(unsupported(
-            "lock.keepalive",
-            "keepalives between holds run only in the simulator so far (real clients renew in the background)",
-        ));
+    match (&scenario.lock, &scenario.kv) {
+        (Some(lock), _) => check_lock(lock, system)?,
+        (None, Some(kv)) => check_kv(kv, system)?,
+        (None, None) => unreachable!("validated: a scenario has a workload"),
     }
     // Three switches live in the client (the ZooKeeper recipe's two, the etcd session's one) and
     // run against real clusters; the others are bugs of the simulated servers, which a real
@@ -216,6 +174,67 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
     Ok(faults)
 }
 
+/// What of a `[lock]` workload a real cluster runs.
+fn check_lock(lock: &LockSpec, system: System) -> Result<(), Unsupported> {
+    let ok = match system {
+        System::Etcd => matches!(
+            lock.recipe,
+            Recipe::EtcdMutex | Recipe::EtcdCas | Recipe::EtcdLockApi | Recipe::EtcdSemaphore | Recipe::EtcdElection
+        ),
+        System::Zookeeper => matches!(lock.recipe, Recipe::ZkQueueLock | Recipe::ZkHerdLock | Recipe::ZkElection),
+    };
+    if !ok {
+        let name = serde_json::to_string(&lock.recipe).unwrap_or_default();
+        let supported = match system {
+            System::Etcd => "etcd-mutex, etcd-cas, etcd-lock-api, etcd-semaphore, etcd-election",
+            System::Zookeeper => "zk-queue-lock, zk-herd-lock, zk-election",
+        };
+        return Err(unsupported(
+            "lock.recipe",
+            format!("{name} does not run on {} (there: {supported})", system.name()),
+        ));
+    }
+    if lock.client_deadline.is_some() && system == System::Zookeeper {
+        return Err(unsupported(
+            "lock.client_deadline",
+            "a client deadline is a lease-session setting: etcd recipes only",
+        ));
+    }
+    if lock.connection_state_error_policy.is_some() {
+        return Err(unsupported(
+            "lock.connection_state_error_policy",
+            "Curator's connection-state policies run only in the simulator so far (the real client is the zookeeper-client crate, whose hold ends when its session does)",
+        ));
+    }
+    // Simulator-only so far: the real clients always attach their entry to the session and keep
+    // it alive from a task of their own.
+    if !lock.lease || !lock.ephemeral {
+        let field = if lock.lease { "lock.ephemeral" } else { "lock.lease" };
+        return Err(unsupported(field, "lock entries that outlive their session run only in the simulator so far"));
+    }
+    if lock.keepalive != KeepAliveMode::Background {
+        return Err(unsupported(
+            "lock.keepalive",
+            "keepalives between holds run only in the simulator so far (real clients renew in the background)",
+        ));
+    }
+    Ok(())
+}
+
+/// What of a `[kv]` workload a real cluster runs: etcd's API on real etcd, writers and readers.
+fn check_kv(kv: &KvSpec, system: System) -> Result<(), Unsupported> {
+    if system == System::Zookeeper || kv.api == KvApi::Zookeeper {
+        return Err(unsupported(
+            "kv.api",
+            "the key-value workload runs on real etcd with etcd's API only so far (ZooKeeper's: in the simulator)",
+        ));
+    }
+    if kv.watchers > 0 {
+        return Err(unsupported("kv.watchers", "watchers of the key-value workload run only in the simulator so far"));
+    }
+    Ok(())
+}
+
 /// Where a run puts its files.
 pub struct RunDirs {
     pub root: PathBuf,
@@ -291,6 +310,8 @@ pub struct RealRun {
 struct ClientProc {
     name: String,
     index: usize,
+    /// Its role in a key-value workload.
+    kv_role: Option<KvRole>,
     incarnation: u64,
     journals: Vec<PathBuf>,
 }
@@ -308,37 +329,48 @@ async fn drive<C: Cluster>(
     hosts: &Hosts,
     links: &mut Option<LinkControl>,
 ) -> Result<History, String> {
-    let lock = scenario.lock.as_ref().expect("checked: a lock scenario");
-    let resource_mode = scenario.resource.as_ref().expect("validated: a lock workload has a resource").mode;
     let epoch_ns = journal::monotonic_ns();
     let nemesis_journal = dirs.root.join("nemesis.jsonl");
     let journal = Arc::new(Journal::create(&nemesis_journal, epoch_ns, 0).map_err(|e| e.to_string())?);
-    // The resource: a process of its own on 127.0.0.1 (on the bridge when nodes have namespaces).
-    let ip = hosts.net.as_ref().map_or_else(|| "127.0.0.1".to_string(), |net| net.bridge_ip().to_string());
-    let resource_addr = format!("{ip}:{}", procs::free_port().map_err(|e| e.to_string())?);
     let resource_journal = dirs.root.join("resource.jsonl");
-    spawn_resource(&procs, dirs, exe, resource_mode, &resource_addr, epoch_ns, &resource_journal).await?;
+    let mut own_journals = vec![nemesis_journal];
+    let workload = match (&scenario.lock, &scenario.kv) {
+        (Some(lock), _) => {
+            let resource_mode = scenario.resource.as_ref().expect("validated: a lock workload has a resource").mode;
+            // The resource: a process of its own on 127.0.0.1 (on the bridge when nodes have namespaces).
+            let ip = hosts.net.as_ref().map_or_else(|| "127.0.0.1".to_string(), |net| net.bridge_ip().to_string());
+            let resource_addr = format!("{ip}:{}", procs::free_port().map_err(|e| e.to_string())?);
+            spawn_resource(&procs, dirs, exe, resource_mode, &resource_addr, epoch_ns, &resource_journal).await?;
+            own_journals.push(resource_journal);
+            Workload::Lock(LockConfig {
+                recipe: lock.recipe,
+                lock_name: lock.name.clone(),
+                ttl_ms: lock.ttl.0.as_millis() as u64,
+                deadline_ms: lock.client_deadline.map(|d| d.0.as_millis() as u64),
+                backoff_ms: lock.backoff.map(|b| b.0.as_millis() as u64),
+                permits: lock.permits,
+                nested: lock.nested,
+                reentrant: lock.reentrant,
+                hold_ms: scenario.clients.hold.0.as_millis() as u64,
+                writes_per_hold: scenario.clients.writes_per_hold,
+                think_ms: scenario.clients.think.0.as_millis() as u64,
+                resource_name: RESOURCE.to_string(),
+                resource_addr,
+                ignore_keepalive_failure: scenario.bugs.ignore_keepalive_failure,
+                unique_tag: !scenario.bugs.no_unique_tag_in_sequential_create,
+                recheck_vanished: !scenario.bugs.lost_wakeup_on_vanished_predecessor,
+            })
+        }
+        // The role is set per client when it is spawned.
+        (None, Some(kv)) => Workload::Kv(KvConfig { spec: kv.clone(), role: KvRole::Writer }),
+        (None, None) => unreachable!("validated: a scenario has a workload"),
+    };
     let duration_ns = scenario.duration.0.as_nanos() as u64;
     let base = ClientConfig {
         name: String::new(),
         system,
         endpoints: cluster.client_endpoints(),
-        recipe: lock.recipe,
-        lock_name: lock.name.clone(),
-        ttl_ms: lock.ttl.0.as_millis() as u64,
-        deadline_ms: lock.client_deadline.map(|d| d.0.as_millis() as u64),
-        backoff_ms: lock.backoff.map(|b| b.0.as_millis() as u64),
-        permits: lock.permits,
-        nested: lock.nested,
-        reentrant: lock.reentrant,
-        hold_ms: scenario.clients.hold.0.as_millis() as u64,
-        writes_per_hold: scenario.clients.writes_per_hold,
-        think_ms: scenario.clients.think.0.as_millis() as u64,
-        resource_name: RESOURCE.to_string(),
-        resource_addr,
-        ignore_keepalive_failure: scenario.bugs.ignore_keepalive_failure,
-        unique_tag: !scenario.bugs.no_unique_tag_in_sequential_create,
-        recheck_vanished: !scenario.bugs.lost_wakeup_on_vanished_predecessor,
+        workload,
         epoch_ns,
         start_ns: 0,
         stop_ns: duration_ns,
@@ -359,11 +391,14 @@ async fn drive<C: Cluster>(
     let mut pending: std::collections::VecDeque<(ClientProc, u64)> = (0..scenario.clients.count)
         .map(|index| {
             let start = scenario.clients.start.0 + scenario.clients.stagger.0 * index as u32;
-            let client = ClientProc { name: format!("c{}", index + 1), index, incarnation: 0, journals: Vec::new() };
+            let kv_role = scenario.kv.as_ref().map(|kv| KvRole::of(index, scenario.clients.count, kv));
+            let client =
+                ClientProc { name: format!("c{}", index + 1), index, kv_role, incarnation: 0, journals: Vec::new() };
             (client, start.as_nanos() as u64)
         })
         .collect();
-    let ordered = !scenario.clients.stagger.0.is_zero();
+    // Only a lock's clients queue: a key-value client has no predecessor to wait for.
+    let ordered = scenario.lock.is_some() && !scenario.clients.stagger.0.is_zero();
     start_due_clients(&mut pending, &mut clients, journal.now_ns(), ordered, |client, start_ns| {
         spawn_client(&procs, hosts, dirs, exe, &base, client, start_ns)
     })?;
@@ -456,7 +491,7 @@ async fn drive<C: Cluster>(
     std::fs::write(&metrics_file, counters).map_err(|e| format!("{}: {e}", metrics_file.display()))?;
     procs.kill_all();
     drop(cluster);
-    merge(scenario, system, run, duration_ns, &[nemesis_journal, resource_journal], &clients, scenario.cluster.servers)
+    merge(scenario, system, run, duration_ns, &own_journals, &clients, scenario.cluster.servers)
 }
 
 /// Leases (sessions) seen alive, with the last true time each was seen.
@@ -542,13 +577,16 @@ fn spawn_client(
 ) -> Result<(), String> {
     let stem = format!("{}.{}", client.name, client.incarnation);
     let journal = dirs.clients().join(format!("{stem}.jsonl"));
-    let config = ClientConfig {
+    let mut config = ClientConfig {
         name: client.name.clone(),
         start_ns,
         journal: journal.clone(),
         op_base: (client.index as u64 * 16 + client.incarnation + 1) * OP_SPACING,
         ..base.clone()
     };
+    if let (Workload::Kv(kv), Some(role)) = (&mut config.workload, client.kv_role) {
+        kv.role = role;
+    }
     let path = dirs.clients().join(format!("{stem}.json"));
     let text = serde_json::to_string_pretty(&config).expect("client configs serialize");
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -1064,8 +1102,13 @@ count = 2
         let dir = std::env::temp_dir().join(format!("coordsim-start-order-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let c1_journal = dir.join("c1.0.jsonl");
-        let client =
-            |index: usize| ClientProc { name: format!("c{}", index + 1), index, incarnation: 0, journals: Vec::new() };
+        let client = |index: usize| ClientProc {
+            name: format!("c{}", index + 1),
+            index,
+            kv_role: None,
+            incarnation: 0,
+            journals: Vec::new(),
+        };
         let mut pending: std::collections::VecDeque<(ClientProc, u64)> =
             [(client(0), 500_000_000), (client(1), 1_000_000_000)].into();
         let mut started = Vec::new();
@@ -1160,27 +1203,22 @@ count = 2
     }
 
     #[test]
-    fn key_value_scenarios_are_refused_on_both_systems_whatever_their_api() {
-        let kv = r#"
-name = "t"
-summary = "s"
-duration = "10s"
-[cluster]
-servers = 3
-[kv]
-api = "zookeeper"
-zk_reads = "sync"
-keys = 3
-interval = "50ms"
-updates = 0.5
-work = "1s"
-readers = 1
-[clients]
-count = 2
-"#;
+    fn the_etcd_key_value_workload_runs_on_etcd_and_the_rest_is_refused_by_field() {
+        let kv = |api: &str, extra: &str| {
+            format!(
+                "name = \"t\"\nsummary = \"s\"\nduration = \"10s\"\n[cluster]\nservers = 3\n[kv]\n{api}\nkeys = 3\n\
+                 interval = \"50ms\"\nupdates = 0.5\nwork = \"1s\"\nreaders = 1\n{extra}\n[clients]\ncount = 3\n"
+            )
+        };
+        let etcd = kv("etcd_reads = \"serializable\"", "");
+        assert!(check(&scenario(&etcd), System::Etcd, 1).is_ok(), "etcd's API on real etcd");
+        assert_eq!(check(&scenario(&etcd), System::Zookeeper, 1).unwrap_err().field, "kv.api");
+        let zookeeper = kv("api = \"zookeeper\"\nzk_reads = \"sync\"", "");
         for system in [System::Etcd, System::Zookeeper] {
-            assert_eq!(check(&scenario(kv), system, 1).unwrap_err().field, "kv", "{}", system.name());
+            assert_eq!(check(&scenario(&zookeeper), system, 1).unwrap_err().field, "kv.api", "{}", system.name());
         }
+        let watched = kv("", "watchers = 1");
+        assert_eq!(check(&scenario(&watched), System::Etcd, 1).unwrap_err().field, "kv.watchers");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use coordsim_checker::history::{Event, Phase};
 
-use crate::config::ClientConfig;
+use crate::config::{ClientConfig, LockConfig};
 use crate::journal::Journal;
 use crate::resource::ResourceClient;
 use crate::session::SessionWatch;
@@ -36,9 +36,9 @@ enum HoldEnd {
 }
 
 /// Runs the workload until the task is dropped (the process exits at `stop_ns`).
-pub async fn run(config: &ClientConfig, backend: &mut impl LockBackend, journal: &Journal) {
+pub async fn run(config: &ClientConfig, lock: &LockConfig, backend: &mut impl LockBackend, journal: &Journal) {
     sleep_until(journal, config.start_ns).await;
-    let mut resource = ResourceClient::new(&config.resource_name, &config.resource_addr);
+    let mut resource = ResourceClient::new(&lock.resource_name, &lock.resource_addr);
     let mut written = 0u64;
     loop {
         let session = match backend.open_session(journal).await {
@@ -50,29 +50,36 @@ pub async fn run(config: &ClientConfig, backend: &mut impl LockBackend, journal:
         };
         while session.ended().is_none() {
             let Ok((key, token)) = backend.acquire(&session, journal).await else { break };
-            belief(journal, config, token, Phase::Start, None);
+            belief(journal, config, lock, token, Phase::Start, None);
             // Nested acquisitions (a recursive caller): free with a reentrant lock; otherwise the
             // recipe is asked again, and its release is a real release.
-            if !config.reentrant {
-                for _ in 0..config.nested {
+            if !lock.reentrant {
+                for _ in 0..lock.nested {
                     if let Ok((inner, inner_token)) = backend.acquire(&session, journal).await {
                         backend.release(&session, journal, &inner, inner_token).await;
                     }
                 }
             }
-            let end = hold(config, &session, journal, &mut resource, token, &mut written).await;
+            let end = hold(config, lock, &session, journal, &mut resource, token, &mut written).await;
             match end {
                 HoldEnd::Release => {
-                    belief(journal, config, token, Phase::End, Some("unlocked".into()));
+                    belief(journal, config, lock, token, Phase::End, Some("unlocked".into()));
                     backend.release(&session, journal, &key, token).await;
                 }
                 HoldEnd::Rejected => {
-                    belief(journal, config, token, Phase::End, Some("write rejected: a newer holder exists".into()));
+                    belief(
+                        journal,
+                        config,
+                        lock,
+                        token,
+                        Phase::End,
+                        Some("write rejected: a newer holder exists".into()),
+                    );
                     backend.release(&session, journal, &key, token).await;
                 }
-                HoldEnd::SessionEnded => belief(journal, config, token, Phase::End, session.ended()),
+                HoldEnd::SessionEnded => belief(journal, config, lock, token, Phase::End, session.ended()),
             }
-            tokio::time::sleep(Duration::from_millis(config.think_ms)).await;
+            tokio::time::sleep(Duration::from_millis(lock.think_ms)).await;
         }
         backend.drop_session();
         tokio::time::sleep(SESSION_RETRY).await;
@@ -81,14 +88,15 @@ pub async fn run(config: &ClientConfig, backend: &mut impl LockBackend, journal:
 
 async fn hold(
     config: &ClientConfig,
+    lock: &LockConfig,
     session: &SessionWatch,
     journal: &Journal,
     resource: &mut ResourceClient,
     token: i64,
     written: &mut u64,
 ) -> HoldEnd {
-    let gap = Duration::from_millis(config.hold_ms) / config.writes_per_hold.max(1);
-    for i in 0..config.writes_per_hold {
+    let gap = Duration::from_millis(lock.hold_ms) / lock.writes_per_hold.max(1);
+    for i in 0..lock.writes_per_hold {
         if i > 0 && !work_or_session_end(session, gap).await {
             return HoldEnd::SessionEnded;
         }
@@ -115,8 +123,15 @@ async fn work_or_session_end(session: &SessionWatch, duration: Duration) -> bool
     }
 }
 
-fn belief(journal: &Journal, config: &ClientConfig, token: i64, phase: Phase, reason: Option<String>) {
-    journal.record(&config.name, Event::Belief { lock: config.lock_name.clone(), token, phase, reason });
+fn belief(
+    journal: &Journal,
+    config: &ClientConfig,
+    lock: &LockConfig,
+    token: i64,
+    phase: Phase,
+    reason: Option<String>,
+) {
+    journal.record(&config.name, Event::Belief { lock: lock.lock_name.clone(), token, phase, reason });
 }
 
 /// Sleeps until `at_ns` of true time since the epoch. The process's timers may run at a skewed

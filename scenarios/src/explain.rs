@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use coordsim_checker::properties::Property;
 use coordsim_sim::resource::ResourceMode;
-use coordsim_sim::scenario::{ClusterKind, Expectation, KeepAliveMode, KvApi, Scenario, ZkReads};
+use coordsim_sim::scenario::{ClusterKind, Expectation, KeepAliveMode, EtcdReads, KvApi, Scenario, ZkReads};
 
 use crate::library;
 use crate::load::{self, InputError};
@@ -217,7 +217,10 @@ fn setup(scenario: &Scenario) -> Vec<String> {
     }
     if let Some(kv) = &scenario.kv {
         let api = match kv.api {
-            KvApi::Etcd => "etcd API".to_string(),
+            KvApi::Etcd => match kv.etcd_reads() {
+                EtcdReads::Linearizable => "etcd API".to_string(),
+                EtcdReads::Serializable => "etcd API, serializable reads served by any member".to_string(),
+            },
             KvApi::Zookeeper => match kv.zk_reads() {
                 ZkReads::Local => "ZooKeeper API, getData served by the connected server".to_string(),
                 ZkReads::Sync => "ZooKeeper API, sync before each getData".to_string(),

@@ -43,6 +43,7 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("session-timeout-long-enough", include_str!("../library/session-timeout-long-enough.toml")),
     ("stale-reads", include_str!("../library/stale-reads.toml")),
     ("stale-reads-fixed", include_str!("../library/stale-reads-fixed.toml")),
+    ("serializable-reads", include_str!("../library/serializable-reads.toml")),
     ("zk-follower-loses-quorum", include_str!("../library/zk-follower-loses-quorum.toml")),
     ("zk-holder-cut-off-session-policy", include_str!("../library/zk-holder-cut-off-session-policy.toml")),
     ("zk-holder-cut-off-standard-policy", include_str!("../library/zk-holder-cut-off-standard-policy.toml")),

@@ -264,15 +264,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
                 builder.init(move || run_client(plan.clone(), clock.clone(), rec.clone())).build()
             }
             (ClientCode::Scenario, None, Some(kv)) => {
-                let role = if index >= count - kv.watchers {
-                    KvRole::Watcher
-                } else if index >= count - kv.watchers - kv.readers {
-                    KvRole::Reader
-                } else if index == 0 {
-                    KvRole::WriterAndCompactor
-                } else {
-                    KvRole::Writer
-                };
+                let role = KvRole::of(index, count, kv);
                 let plan =
                     KvPlan { name: name.clone(), index, addr, servers: servers.clone(), start, spec: kv.clone(), role };
                 builder.init(move || run_kv_client(plan.clone(), clock.clone(), rec.clone())).build()

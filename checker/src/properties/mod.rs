@@ -95,10 +95,11 @@ pub enum Property {
 
 impl Property {
     /// The properties a history recorded outside the simulator can decide: those read from what
-    /// clients and the resource record. `lease_safety`, `lease_liveness`, `grant_live_lease` and
-    /// `spurious_expiry` need the leader's own records of lease expiries; `linearizable`, `watch`
-    /// and `durability` belong to the key-value workload.
-    pub const FROM_OUTSIDE: [Property; 7] = [
+    /// clients and the resource record (for the key-value workload, the operations' values and
+    /// the revisions of their answers). `lease_safety`, `lease_liveness`, `grant_live_lease`,
+    /// `spurious_expiry` and `session_loss_notice` need the leader's own records of lease
+    /// expiries; `watch` and `watch_continuity` need watchers, which real runs do not have yet.
+    pub const FROM_OUTSIDE: [Property; 9] = [
         Property::MutualExclusion,
         Property::Fencing,
         Property::SingleHolder,
@@ -106,6 +107,8 @@ impl Property {
         Property::Progress,
         Property::Herd,
         Property::Fairness,
+        Property::Linearizable,
+        Property::Durability,
     ];
 
     pub const ALL: [Property; 16] = [

@@ -17,7 +17,7 @@ use coordsim_sim::scenario::Recipe;
 use coordsim_sim::store::{RangeRequest, RangeResponse, Revision, TxnRequest, TxnResponse};
 use etcd_client as etcd;
 
-use crate::config::ClientConfig;
+use crate::config::{ClientConfig, LockConfig};
 use crate::journal::Journal;
 use crate::session::SessionWatch;
 use crate::workload::LockBackend;
@@ -27,6 +27,7 @@ const RETRY: Duration = Duration::from_millis(100);
 
 pub struct EtcdBackend {
     config: ClientConfig,
+    lock: LockConfig,
     client: etcd::Client,
     lease: i64,
     keepalive: Option<tokio::task::JoinHandle<()>>,
@@ -37,20 +38,38 @@ pub struct EtcdBackend {
 
 impl EtcdBackend {
     /// Connects lazily: the first request finds a member.
-    pub async fn connect(config: &ClientConfig, journal: Arc<Journal>) -> Result<EtcdBackend, String> {
-        let options = etcd::ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(1))
-            .with_timeout(Duration::from_millis(config.ttl_ms.max(1000)))
-            .with_keep_alive(Duration::from_secs(1), Duration::from_secs(1));
-        let client = etcd::Client::connect(&config.endpoints, Some(options))
-            .await
-            .map_err(|error| format!("cannot reach etcd at {:?}: {error}", config.endpoints))?;
-        Ok(EtcdBackend { config: config.clone(), client, lease: 0, keepalive: None, journal, leader: None })
+    pub async fn connect(
+        config: &ClientConfig,
+        lock: &LockConfig,
+        journal: Arc<Journal>,
+    ) -> Result<EtcdBackend, String> {
+        let client = connect(&config.endpoints, Duration::from_millis(lock.ttl_ms.max(1000))).await?;
+        Ok(EtcdBackend {
+            config: config.clone(),
+            lock: lock.clone(),
+            client,
+            lease: 0,
+            keepalive: None,
+            journal,
+            leader: None,
+        })
     }
 
     fn budget(&self) -> Duration {
-        Duration::from_millis(self.config.ttl_ms)
+        Duration::from_millis(self.lock.ttl_ms)
     }
+}
+
+/// A client of the cluster at `endpoints` whose requests give up after `timeout`. Connects
+/// lazily: the first request finds a member.
+pub async fn connect(endpoints: &[String], timeout: Duration) -> Result<etcd::Client, String> {
+    let options = etcd::ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(1))
+        .with_timeout(timeout)
+        .with_keep_alive(Duration::from_secs(1), Duration::from_secs(1));
+    etcd::Client::connect(endpoints, Some(options))
+        .await
+        .map_err(|error| format!("cannot reach etcd at {endpoints:?}: {error}"))
 }
 
 /// The lease's TTL in whole seconds, as etcd grants it (rounded up; at least 1 s).
@@ -61,11 +80,11 @@ pub fn ttl_seconds(ttl_ms: u64) -> i64 {
 impl LockBackend for EtcdBackend {
     async fn open_session(&mut self, journal: &Journal) -> Result<SessionWatch, String> {
         let node = self.config.name.clone();
-        let ttl_ms = ttl_seconds(self.config.ttl_ms) as u64 * 1000;
+        let ttl_ms = ttl_seconds(self.lock.ttl_ms) as u64 * 1000;
         let op = journal.invoke(&node, Call::LeaseGrant { ttl_ms });
         let sent = tokio::time::Instant::now();
         let granted =
-            tokio::time::timeout(self.budget(), self.client.lease_grant(ttl_seconds(self.config.ttl_ms), None)).await;
+            tokio::time::timeout(self.budget(), self.client.lease_grant(ttl_seconds(self.lock.ttl_ms), None)).await;
         let response = match granted {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {
@@ -85,8 +104,8 @@ impl LockBackend for EtcdBackend {
             node,
             lease: self.lease,
             ttl_ms,
-            deadline_ms: self.config.deadline_ms,
-            ignore_failures: self.config.ignore_keepalive_failure,
+            deadline_ms: self.lock.deadline_ms,
+            ignore_failures: self.lock.ignore_keepalive_failure,
             session: session.clone(),
             journal: self.journal.clone(),
         };
@@ -96,15 +115,15 @@ impl LockBackend for EtcdBackend {
 
     async fn acquire(&mut self, session: &SessionWatch, journal: &Journal) -> Result<(String, i64), String> {
         let node = self.config.name.clone();
-        let name = self.config.lock_name.clone();
-        let permits = if self.config.recipe == Recipe::EtcdSemaphore { self.config.permits } else { 1 };
+        let name = self.lock.lock_name.clone();
+        let permits = if self.lock.recipe == Recipe::EtcdSemaphore { self.lock.permits } else { 1 };
         let op = journal.invoke(&node, Call::Lock { name: name.clone(), lease: self.lease, permits });
-        match self.config.recipe {
+        match self.lock.recipe {
             Recipe::EtcdLockApi => return self.lock_api(session, journal, op).await,
             Recipe::EtcdElection => return self.campaign(session, journal, op).await,
             _ => {}
         }
-        let (mut core, mut step) = Core::start(&self.config, self.lease);
+        let (mut core, mut step) = Core::start(&self.config.name, &self.lock, self.lease);
         let result = loop {
             if let Some(end) = session.ended() {
                 break Err(Failure::SessionEnded(end));
@@ -158,9 +177,9 @@ impl LockBackend for EtcdBackend {
 
     async fn release(&mut self, _session: &SessionWatch, journal: &Journal, key: &str, token: i64) {
         let node = self.config.name.clone();
-        let op = journal.invoke(&node, Call::Unlock { name: self.config.lock_name.clone(), key: key.to_string() });
+        let op = journal.invoke(&node, Call::Unlock { name: self.lock.lock_name.clone(), key: key.to_string() });
         let mut client = self.client.clone();
-        let outcome = match self.config.recipe {
+        let outcome = match self.lock.recipe {
             Recipe::EtcdLockApi => self.call(client.unlock(key.to_string())).await.map(drop),
             Recipe::EtcdElection => {
                 let options = self.leader.take().map(|leader| etcd::ResignOptions::new().with_leader(leader));
@@ -194,7 +213,7 @@ impl EtcdBackend {
         let locked = tokio::select! {
             biased;
             () = session.wait_end() => Err(Failure::SessionEnded(session.ended().unwrap_or_default())),
-            locked = client.lock(self.config.lock_name.clone(), Some(options)) => locked.map_err(|e| Failure::Unavailable(e.to_string())),
+            locked = client.lock(self.lock.lock_name.clone(), Some(options)) => locked.map_err(|e| Failure::Unavailable(e.to_string())),
         };
         let token = match locked {
             Ok(response) => {
@@ -231,7 +250,7 @@ impl EtcdBackend {
     async fn campaign(&mut self, session: &SessionWatch, journal: &Journal, op: u64) -> Result<(String, i64), String> {
         let node = self.config.name.clone();
         let mut client = self.client.clone();
-        let name = self.config.lock_name.clone();
+        let name = self.lock.lock_name.clone();
         let won = tokio::select! {
             biased;
             () = session.wait_end() => Err(session.ended().unwrap_or_default()),
@@ -268,7 +287,7 @@ impl EtcdBackend {
 
     /// etcd-cas with `backoff`: a random pause before trying again, to spread the retries.
     async fn backoff(&self) {
-        if let Some(backoff) = self.config.backoff_ms.filter(|ms| *ms > 0) {
+        if let Some(backoff) = self.lock.backoff_ms.filter(|ms| *ms > 0) {
             let jitter = crate::journal::monotonic_ns() % backoff;
             tokio::time::sleep(Duration::from_millis(jitter)).await;
         }
@@ -422,11 +441,11 @@ enum Step {
 }
 
 impl Core {
-    fn start(config: &ClientConfig, lease: i64) -> (Core, Step) {
+    fn start(node: &str, config: &LockConfig, lease: i64) -> (Core, Step) {
         let name = config.lock_name.as_str();
         match config.recipe {
             Recipe::EtcdCas => {
-                let (lock, step) = CasLock::lock(name, &config.name, lease);
+                let (lock, step) = CasLock::lock(name, node, lease);
                 (Core::Cas(lock), cas_step(step))
             }
             Recipe::EtcdSemaphore => {

@@ -15,7 +15,7 @@ use coordsim_sim::scenario::Recipe;
 use coordsim_sim::zk::{Stat, WatchKind};
 use zookeeper_client as zk;
 
-use crate::config::ClientConfig;
+use crate::config::{ClientConfig, LockConfig};
 use crate::journal::Journal;
 use crate::session::SessionWatch;
 use crate::workload::LockBackend;
@@ -34,19 +34,20 @@ pub struct ZkBackend {
 
 struct ZkConfig {
     client: ClientConfig,
+    lock: LockConfig,
     recipe: ZkLockConfig,
 }
 
 impl ZkBackend {
-    pub fn new(config: &ClientConfig, journal: Arc<Journal>) -> ZkBackend {
-        let base = match config.recipe {
+    pub fn new(config: &ClientConfig, lock: &LockConfig, journal: Arc<Journal>) -> ZkBackend {
+        let base = match lock.recipe {
             Recipe::ZkHerdLock => ZkLockConfig::HERD,
             Recipe::ZkElection => ZkLockConfig::ELECTION,
             _ => ZkLockConfig::QUEUE,
         };
-        let recipe = ZkLockConfig { unique_tag: config.unique_tag, recheck_vanished: config.recheck_vanished, ..base };
+        let recipe = ZkLockConfig { unique_tag: lock.unique_tag, recheck_vanished: lock.recheck_vanished, ..base };
         ZkBackend {
-            config: ZkConfig { client: config.clone(), recipe },
+            config: ZkConfig { client: config.clone(), lock: lock.clone(), recipe },
             client: None,
             session_id: 0,
             state_task: None,
@@ -59,7 +60,7 @@ impl ZkBackend {
     }
 
     fn budget(&self) -> Duration {
-        Duration::from_millis(self.config.client.ttl_ms)
+        Duration::from_millis(self.config.lock.ttl_ms)
     }
 }
 
@@ -73,7 +74,7 @@ struct Armed {
 impl LockBackend for ZkBackend {
     async fn open_session(&mut self, journal: &Journal) -> Result<SessionWatch, String> {
         let node = self.config.client.name.clone();
-        let ttl_ms = self.config.client.ttl_ms;
+        let ttl_ms = self.config.lock.ttl_ms;
         let op = journal.invoke(&node, Call::LeaseGrant { ttl_ms });
         let cluster = self.config.client.endpoints.join(",");
         let connect = zk::Client::connector().with_session_timeout(Duration::from_millis(ttl_ms)).connect(&cluster);
@@ -124,7 +125,7 @@ impl LockBackend for ZkBackend {
 
     async fn acquire(&mut self, session: &SessionWatch, journal: &Journal) -> Result<(String, i64), String> {
         let node = self.config.client.name.clone();
-        let name = self.config.client.lock_name.clone();
+        let name = self.config.lock.lock_name.clone();
         let op = journal.invoke(&node, Call::Lock { name: name.clone(), lease: self.session_id, permits: 1 });
         let result = self.run_recipe(session, journal).await;
         match result {
@@ -150,8 +151,7 @@ impl LockBackend for ZkBackend {
 
     async fn release(&mut self, session: &SessionWatch, journal: &Journal, key: &str, _token: i64) {
         let node = self.config.client.name.clone();
-        let op =
-            journal.invoke(&node, Call::Unlock { name: self.config.client.lock_name.clone(), key: key.to_string() });
+        let op = journal.invoke(&node, Call::Unlock { name: self.config.lock.lock_name.clone(), key: key.to_string() });
         match self.guaranteed_delete(session, key).await {
             Ok(()) => journal.ok(&node, op, Return::Unlocked),
             Err(Failure::ConnectionLoss(reason)) => journal.info(&node, op, reason),
@@ -198,7 +198,7 @@ impl ZkBackend {
         journal: &Journal,
     ) -> Result<(String, i64), (Failure, Option<String>)> {
         let node = self.config.client.name.as_str();
-        let name = self.config.client.lock_name.as_str();
+        let name = self.config.lock.lock_name.as_str();
         let tag = format!("{node}-{:x}", self.session_id);
         let (mut recipe, mut step) = ZkLock::lock(name, &tag, self.config.recipe);
         let mut armed: Option<Armed> = None;

@@ -476,6 +476,9 @@ pub struct KvSpec {
     /// ZooKeeper only: how getData is served (default `local`, as in ZooKeeper).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zk_reads: Option<ZkReads>,
+    /// etcd only: how a range is served (default `linearizable`, as etcd's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_reads: Option<EtcdReads>,
     /// Keys `k0`..`k<keys-1>`.
     pub keys: usize,
     /// Time between one writer's operations.
@@ -537,6 +540,11 @@ impl KvSpec {
     pub fn zk_reads(&self) -> ZkReads {
         self.zk_reads.unwrap_or(ZkReads::Local)
     }
+
+    /// How the etcd workload's ranges are served (unset: linearizable, as in etcd).
+    pub fn etcd_reads(&self) -> EtcdReads {
+        self.etcd_reads.unwrap_or(EtcdReads::Linearizable)
+    }
 }
 
 /// The API of the key-value workload.
@@ -549,6 +557,18 @@ pub enum KvApi {
     /// setData, getData, create, setData with a version, on the ZooKeeper view; each client
     /// stays connected to one server, which serves its reads.
     Zookeeper,
+}
+
+/// How an etcd client's range is served: etcd's `serializable` request option. Source: etcd's API
+/// guarantees (etcd.io/docs/v3.5/learning/api_guarantees, "Linearizability"): a serializable
+/// read is served by whichever member receives it from its own applied state, and may be stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EtcdReads {
+    /// Through the leader's read index (etcd's default): never stale.
+    Linearizable,
+    /// From the receiving member's applied state, without asking the leader: possibly stale.
+    Serializable,
 }
 
 /// How a ZooKeeper client's getData is served.
@@ -1141,9 +1161,14 @@ impl Scenario {
         })?;
         match kv.api {
             KvApi::Etcd => check(kv.zk_reads.is_none(), "kv.zk_reads", || {
-                "only for api = \"zookeeper\" (etcd's reads here are linearizable, through a read index)".into()
+                "only for api = \"zookeeper\" (etcd's reads are set by kv.etcd_reads)".into()
             }),
-            KvApi::Zookeeper => self.validate_zk_kv(kv),
+            KvApi::Zookeeper => {
+                check(kv.etcd_reads.is_none(), "kv.etcd_reads", || {
+                    "only for api = \"etcd\" (ZooKeeper's reads are set by kv.zk_reads)".into()
+                })?;
+                self.validate_zk_kv(kv)
+            }
         }
     }
 
@@ -1323,9 +1348,17 @@ mod tests {
     }
 
     #[test]
+    fn the_etcd_kv_workload_reads_linearizably_unless_told_serializable() {
+        assert_eq!(kv_scenario("").unwrap().kv.unwrap().etcd_reads(), EtcdReads::Linearizable);
+        let serializable = kv_scenario("etcd_reads = \"serializable\"").unwrap();
+        assert_eq!(serializable.kv.unwrap().etcd_reads(), EtcdReads::Serializable);
+    }
+
+    #[test]
     fn kv_knobs_that_do_not_fit_their_api_are_refused_with_the_field_named() {
         for (kv, field, words) in [
             ("zk_reads = \"sync\"", "kv.zk_reads", "only for api = \"zookeeper\""),
+            ("api = \"zookeeper\"\netcd_reads = \"serializable\"", "kv.etcd_reads", "only for api = \"etcd\""),
             ("api = \"zookeeper\"\ndeletes = 0.1", "kv.deletes", "restarts its version"),
             ("api = \"zookeeper\"\ncompact_every = \"1s\"", "kv.compact_every", "no compaction"),
             ("reads = 0.5\nupdates = 0.6", "kv.updates", "at most 1"),

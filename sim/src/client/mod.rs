@@ -171,17 +171,19 @@ impl Client {
         }
     }
 
-    /// A linearizable read sent to a server picked at random, as etcd's client balances requests
-    /// over its endpoints; a server that cannot serve it redirects to the leader.
+    /// A read sent to a server picked at random, as etcd's client balances requests over its
+    /// endpoints: linearizable (through the leader's read index; a server that cannot serve it
+    /// redirects to the leader) or serializable (from that server's applied state).
     pub async fn range_any(
         &self,
         request: RangeRequest,
+        linearizable: bool,
         budget: Duration,
     ) -> Result<Result<RangeResponse, StoreError>, Unavailable> {
         use madsim::rand::Rng as _;
         let first = madsim::rand::thread_rng().gen_range(0..self.servers.len());
         let (_, addr) = self.servers[first];
-        let request = ClientRequest::Range { request, linearizable: true };
+        let request = ClientRequest::Range { request, linearizable };
         if let Ok(ClientReply::Range(result)) = self.endpoint.call(addr, request.clone(), RPC_TIMEOUT).await {
             return Ok(result);
         }

@@ -6,6 +6,7 @@ use coordsim_checker::history::{Call, Return};
 use super::{Guard, OP_BUDGET, Seen, Step};
 use crate::client::Client;
 use crate::recorder::Recorder;
+use crate::scenario::EtcdReads;
 use crate::store::{
     Command, CommandResponse, Compare, CompareResult, CompareTarget, DeleteRangeRequest, KeyRange, PutRequest,
     RangeRequest, TxnOp, TxnRequest,
@@ -38,10 +39,12 @@ pub(super) async fn put(client: &Client, recorder: &Recorder, node: &str, key: &
     }
 }
 
-/// A recorded linearizable read, sent to a server picked at random.
-pub(super) async fn get(client: &Client, recorder: &Recorder, node: &str, key: &str) -> Option<Step> {
+/// A recorded read, sent to a server picked at random: linearizable, or serializable as `reads`
+/// says.
+pub(super) async fn get(client: &Client, reads: EtcdReads, recorder: &Recorder, node: &str, key: &str) -> Option<Step> {
     let op = recorder.invoke(node, Call::Get { key: key.to_string() });
-    match client.range_any(RangeRequest::new(KeyRange::Key(key.to_string())), OP_BUDGET).await {
+    let linearizable = reads == EtcdReads::Linearizable;
+    match client.range_any(RangeRequest::new(KeyRange::Key(key.to_string())), linearizable, OP_BUDGET).await {
         Ok(Ok(response)) => {
             let kv = response.kvs.first();
             let value = kv.map(|kv| kv.value.clone());

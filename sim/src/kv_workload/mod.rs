@@ -18,13 +18,13 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use madsim::rand::Rng;
+use madsim::rand::{Rng, RngCore};
 
 use crate::client::Client;
 use crate::client::zk::ZkClient;
 use crate::clock::{Clock, LocalTime};
 use crate::recorder::Recorder;
-use crate::scenario::{KvApi, KvSpec, ZkReads};
+use crate::scenario::{EtcdReads, KvApi, KvSpec, ZkReads};
 
 /// How long one operation may take before its outcome counts as unknown.
 const OP_BUDGET: Duration = Duration::from_secs(1);
@@ -57,6 +57,22 @@ pub enum KvRole {
     /// Only reads.
     Reader,
     Watcher,
+}
+
+impl KvRole {
+    /// The role of client `index` (c1 is 0) of `count`: the last `watchers` watch, the
+    /// `readers` before them read, the first writer also compacts.
+    pub fn of(index: usize, count: usize, spec: &KvSpec) -> KvRole {
+        if index >= count - spec.watchers {
+            KvRole::Watcher
+        } else if index >= count - spec.watchers - spec.readers {
+            KvRole::Reader
+        } else if index == 0 {
+            KvRole::WriterAndCompactor
+        } else {
+            KvRole::Writer
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +176,9 @@ pub trait KvConnection {
     fn compacts(&self) -> bool;
     /// The client's local monotonic time.
     fn now(&self) -> LocalTime;
+    /// Runs `draw` on the world's random numbers: the run's seeded RNG in the simulator, the
+    /// OS's on a real cluster.
+    fn random<T>(&self, draw: impl FnOnce(&mut dyn RngCore) -> T) -> T;
     /// Sleeps `duration` of the client's local time.
     async fn sleep(&self, duration: Duration);
     async fn put(&self, node: &str, key: &str, value: String) -> Option<Step>;
@@ -174,7 +193,7 @@ pub trait KvConnection {
 /// A writer's connection in the simulator: etcd's API, or a ZooKeeper client connected to one
 /// server.
 enum Api<'a> {
-    Etcd { client: Client, recorder: &'a Recorder },
+    Etcd { client: Client, reads: EtcdReads, recorder: &'a Recorder },
     Zookeeper { zk: ZkClient, reads: ZkReads, recorder: &'a Recorder },
 }
 
@@ -215,34 +234,38 @@ impl KvConnection for Api<'_> {
         self.clock().now()
     }
 
+    fn random<T>(&self, draw: impl FnOnce(&mut dyn RngCore) -> T) -> T {
+        draw(&mut madsim::rand::thread_rng())
+    }
+
     async fn sleep(&self, duration: Duration) {
         self.clock().sleep(duration).await;
     }
 
     async fn put(&self, node: &str, key: &str, value: String) -> Option<Step> {
         match self {
-            Api::Etcd { client, recorder } => etcd::put(client, recorder, node, key, value).await,
+            Api::Etcd { client, recorder, .. } => etcd::put(client, recorder, node, key, value).await,
             Api::Zookeeper { zk, recorder, .. } => zookeeper::put(zk, recorder, node, key, value).await,
         }
     }
 
     async fn get(&self, node: &str, key: &str) -> Option<Step> {
         match self {
-            Api::Etcd { client, recorder } => etcd::get(client, recorder, node, key).await,
+            Api::Etcd { client, reads, recorder } => etcd::get(client, *reads, recorder, node, key).await,
             Api::Zookeeper { zk, reads, recorder } => zookeeper::get(zk, *reads, recorder, node, key).await,
         }
     }
 
     async fn delete(&self, node: &str, key: &str) -> Option<Step> {
         match self {
-            Api::Etcd { client, recorder } => etcd::delete(client, recorder, node, key).await,
+            Api::Etcd { client, recorder, .. } => etcd::delete(client, recorder, node, key).await,
             Api::Zookeeper { .. } => unreachable!("a validated ZooKeeper workload has no deletes"),
         }
     }
 
     async fn cas(&self, node: &str, key: &str, guard: Guard, new: String) -> Option<Step> {
         match self {
-            Api::Etcd { client, recorder } => etcd::cas(client, recorder, node, key, guard, new).await,
+            Api::Etcd { client, recorder, .. } => etcd::cas(client, recorder, node, key, guard, new).await,
             Api::Zookeeper { zk, recorder, .. } => zookeeper::cas(zk, recorder, node, key, guard, new).await,
         }
     }
@@ -262,7 +285,7 @@ pub async fn run_kv_client(plan: KvPlan, clock: Clock, recorder: Recorder) {
         return watch::watch(&plan, &client, &recorder).await;
     }
     let api = match plan.spec.api {
-        KvApi::Etcd => Api::Etcd { client, recorder: &recorder },
+        KvApi::Etcd => Api::Etcd { client, reads: plan.spec.etcd_reads(), recorder: &recorder },
         // No session: the workload's znodes are persistent.
         KvApi::Zookeeper => Api::Zookeeper {
             zk: ZkClient::connected_to(&client, 0, plan.index),
@@ -276,13 +299,12 @@ pub async fn run_kv_client(plan: KvPlan, clock: Clock, recorder: Recorder) {
     }
 }
 
-/// A reader's loop: a random key every interval (±50%), forever. Draws come from
-/// `madsim::rand`: the run's seeded RNG in the simulator, the OS's outside it.
+/// A reader's loop: a random key every interval (±50%), forever.
 pub async fn run_reader(node: &str, spec: &KvSpec, conn: &impl KvConnection) {
     loop {
-        let factor = madsim::rand::thread_rng().gen_range(0.5..1.5);
+        let factor = conn.random(|rng| rng.gen_range(0.5..1.5));
         conn.sleep(spec.interval.0.mul_f64(factor)).await;
-        let key = conn.key(madsim::rand::thread_rng().gen_range(0..spec.keys));
+        let key = conn.key(conn.random(|rng| rng.gen_range(0..spec.keys)));
         conn.get(node, &key).await;
     }
 }
@@ -319,7 +341,7 @@ impl<C: KvConnection> Writer<'_, C> {
             }
         }
         loop {
-            let factor = madsim::rand::thread_rng().gen_range(0.5..1.5);
+            let factor = self.conn.random(|rng| rng.gen_range(0.5..1.5));
             self.conn.sleep(spec.interval.0.mul_f64(factor)).await;
             if self.conn.compacts()
                 && role == KvRole::WriterAndCompactor
@@ -329,8 +351,8 @@ impl<C: KvConnection> Writer<'_, C> {
                 next_compaction = self.conn.now().plus(spec.compact_every.0);
                 self.conn.compact(latest_revision).await;
             }
-            let key = self.conn.key(madsim::rand::thread_rng().gen_range(0..spec.keys));
-            let op = Op::pick(spec, madsim::rand::thread_rng().r#gen());
+            let key = self.conn.key(self.conn.random(|rng| rng.gen_range(0..spec.keys)));
+            let op = Op::pick(spec, self.conn.random(|rng| rng.r#gen()));
             let step = match op {
                 Op::Update => self.update(&key).await,
                 op => self.once(op, &key).await,
