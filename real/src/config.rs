@@ -97,4 +97,6 @@ pub struct LockConfig {
 pub struct KvConfig {
     pub spec: KvSpec,
     pub role: KvRole,
+    /// The client's position (c1 is 0): a ZooKeeper client talks to server `index` mod N.
+    pub index: usize,
 }

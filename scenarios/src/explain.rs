@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use coordsim_checker::properties::Property;
 use coordsim_sim::resource::ResourceMode;
-use coordsim_sim::scenario::{ClusterKind, Expectation, KeepAliveMode, EtcdReads, KvApi, Scenario, ZkReads};
+use coordsim_sim::scenario::{ClusterKind, EtcdReads, Expectation, KeepAliveMode, KvApi, Scenario, ZkReads};
 
 use crate::library;
 use crate::load::{self, InputError};

@@ -1,0 +1,131 @@
+//! The key-value workload on a real cluster: the simulator's writer and reader loops
+//! (sim/src/kv_workload, over a [`KvConnection`]), each operation sent to real etcd
+//! ([`etcd`]) or a real ZooKeeper server ([`zookeeper`]) and recorded in the client's journal as
+//! the simulator records it.
+//!
+//! What counts as unknown: a write without an answer within [`OP_BUDGET`], or cut off by a lost
+//! connection, may have been applied (`info`); a write the server turned down was not (`fail`);
+//! a read without an answer changed nothing (`fail`).
+//!
+//! [`KvConnection`]: coordsim_sim::kv_workload::KvConnection
+
+mod etcd;
+mod zookeeper;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use coordsim_checker::history::Return;
+use coordsim_sim::clock::LocalTime;
+use coordsim_sim::kv_workload::{KvConnection, KvRole, Step, run_reader, run_writer};
+use coordsim_sim::scenario::EtcdReads;
+
+use crate::config::{ClientConfig, KvConfig, System};
+use crate::journal::Journal;
+
+/// How long one operation may take before its outcome counts as unknown (the simulator's).
+const OP_BUDGET: Duration = Duration::from_secs(1);
+
+/// Runs the client's part of the key-value workload until the process is stopped. A ZooKeeper
+/// client starts with server `index` mod N (c1 is 0).
+pub async fn run(config: &ClientConfig, kv: &KvConfig, journal: Arc<Journal>) -> Result<(), String> {
+    if kv.role == KvRole::Watcher {
+        return Err("watchers of the key-value workload run only in the simulator so far".into());
+    }
+    crate::workload::sleep_until(&journal, config.start_ns).await;
+    let clock = LocalClock(tokio::time::Instant::now());
+    match config.system {
+        System::Etcd => {
+            let client = crate::etcd::connect(&config.endpoints, OP_BUDGET).await?;
+            let serializable = kv.spec.etcd_reads() == EtcdReads::Serializable;
+            drive(config, kv, &etcd::EtcdKv { client, serializable, journal, clock }).await;
+        }
+        System::Zookeeper => {
+            let servers = config.endpoints.clone();
+            drive(config, kv, &zookeeper::ZkKv::new(servers, kv.index, kv.spec.zk_reads(), journal, clock)).await;
+        }
+    }
+    Ok(())
+}
+
+async fn drive(config: &ClientConfig, kv: &KvConfig, conn: &impl KvConnection) {
+    match kv.role {
+        KvRole::Reader => run_reader(&config.name, &kv.spec, conn).await,
+        _ => run_writer(&config.name, kv.role, &kv.spec, conn).await,
+    }
+}
+
+/// A client's local monotonic time: the process's own clock (which a `[[clock]]` skews through
+/// libfaketime), from when the workload started.
+struct LocalClock(tokio::time::Instant);
+
+impl LocalClock {
+    fn now(&self) -> LocalTime {
+        LocalTime(self.0.elapsed().as_nanos().min(i64::MAX as u128) as i64)
+    }
+}
+
+/// The outcome of one request: answered, turned down by the server, or unanswered.
+enum Outcome<T> {
+    Answered(T),
+    Refused(String),
+    Unanswered(String),
+}
+
+impl<T> Outcome<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Outcome<U> {
+        match self {
+            Outcome::Answered(answer) => Outcome::Answered(f(answer)),
+            Outcome::Refused(error) => Outcome::Refused(error),
+            Outcome::Unanswered(error) => Outcome::Unanswered(error),
+        }
+    }
+}
+
+/// Records a write's outcome: `ok` with what `answered` makes of the answer, `fail` when the
+/// server turned it down, `info` when it may have been applied.
+fn finish_write<T>(
+    journal: &Journal,
+    node: &str,
+    op: u64,
+    outcome: Outcome<T>,
+    answered: impl FnOnce(T) -> (Return, Step),
+) -> Option<Step> {
+    match outcome {
+        Outcome::Answered(answer) => {
+            let (ret, step) = answered(answer);
+            journal.ok(node, op, ret);
+            Some(step)
+        }
+        Outcome::Refused(error) => {
+            journal.fail(node, op, error);
+            None
+        }
+        Outcome::Unanswered(error) => {
+            journal.info(node, op, error);
+            None
+        }
+    }
+}
+
+/// Records a read's outcome: `ok` with what `answered` makes of the answer; without one, `fail`
+/// (a read changes nothing: unanswered, it did not happen for anyone).
+fn finish_read<T>(
+    journal: &Journal,
+    node: &str,
+    op: u64,
+    outcome: Outcome<T>,
+    answered: impl FnOnce(T) -> (Return, Step),
+) -> Option<Step> {
+    match outcome {
+        Outcome::Answered(answer) => {
+            let (ret, step) = answered(answer);
+            journal.ok(node, op, ret);
+            Some(step)
+        }
+        Outcome::Refused(error) | Outcome::Unanswered(error) => {
+            journal.fail(node, op, error);
+            None
+        }
+    }
+}
