@@ -743,6 +743,12 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
             Ok(runs) => runs,
             Err(code) => return Ok(code),
         };
+        // And write throughput: writers that put as fast as their replies come back.
+        let write_load = calibrate::write_load(system == System::Zookeeper);
+        let writes_real = match real_runs(args, &write_load, system, &exe)? {
+            Ok(runs) => runs,
+            Err(code) => return Ok(code),
+        };
         let fail = |why: String| InputError::Usage(format!("calibrating {profile}: {why}"));
         let real_median = |runs: &RealRuns, figure: fn(&Figures) -> Option<u64>| {
             coordsim_checker::metrics::median(runs.figures.iter().filter_map(figure).collect())
@@ -827,35 +833,45 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
             std::fs::write(&path, text).map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
             eprintln!("  wrote {}", path.display());
         }
-        for (scenario, real) in [(&queue, &queue_real), (&herd, &herd_real), (&alone, &alone_real)] {
+        for (scenario, real) in
+            [(&queue, &queue_real), (&herd, &herd_real), (&alone, &alone_real), (&write_load, &writes_real)]
+        {
             let fitted_figures = simulated_figures(scenario, &fitted, args.seeds).map_err(fail)?;
             let built_in = simulated_figures(scenario, &base, args.seeds).map_err(fail)?;
-            let alone_note = if scenario.name == alone.name {
+            let note = if scenario.name == alone.name {
                 "One client alone: `lock` is the uncontended acquire, `unlock` the release with nobody waiting.\n\n"
+                    .to_string()
+            } else if scenario.name == write_load.name {
+                format!(
+                    "{} writers put to 100 keys for 10 s, each as soon as its last put is answered (0.5-1.5 ms \
+                     later): write throughput, where the writers share the machine with the servers.\n\n",
+                    calibrate::WRITERS
+                )
             } else {
-                ""
+                String::new()
             };
             let mut table = format!(
-                "### {} on {} ({profile})\n\n{alone_note}| median unless said | real ({} runs) | simulator, fitted (seeds 1..{}) | \
+                "### {} on {} ({profile})\n\n{note}| median unless said | real ({} runs) | simulator, fitted (seeds 1..{}) | \
                  simulator, built-in profile |\n|---|---|---|---|\n",
                 scenario.name,
                 system.name(),
                 args.runs,
                 args.seeds
             );
-            for (row, _) in Figures::default().rows() {
+            for (row, _, unit) in Figures::default().rows() {
                 let values = |figures: &[Figures]| -> Vec<u64> {
                     figures
                         .iter()
-                        .filter_map(|f| f.rows().into_iter().find(|(r, _)| *r == row).and_then(|(_, v)| v))
+                        .filter_map(|f| f.rows().into_iter().find(|(r, _, _)| *r == row).and_then(|(_, v, _)| v))
                         .collect()
                 };
-                table.push_str(&format!(
-                    "| {row} | {} | {} | {} |\n",
-                    calibrate::range(&values(&real.figures)),
-                    calibrate::range(&values(&fitted_figures)),
-                    calibrate::range(&values(&built_in))
-                ));
+                let cells = [values(&real.figures), values(&fitted_figures), values(&built_in)];
+                // A row none of the runs has (a lock figure of the write load) is left out.
+                if cells.iter().all(Vec::is_empty) {
+                    continue;
+                }
+                let [real, fitted, built_in] = cells.map(|values| calibrate::range(&values, unit));
+                table.push_str(&format!("| {row} | {real} | {fitted} | {built_in} |\n"));
             }
             tables.push(table);
         }

@@ -20,7 +20,7 @@ use crate::scenario::{Dur, ScenarioError};
 pub const DIST_MAX: Duration = Duration::from_secs(10);
 
 /// A distribution of durations, by its quantiles: `p0` (`min`) and `p100` (`max`) always,
-/// `p50`, `p90`, `p99` when given. A draw picks a share u uniformly in [0, 1) and interpolates
+/// `p50`, `p90`, `p99`, `p999` when given. A draw picks a share u uniformly in [0, 1) and interpolates
 /// linearly between the two quantiles around it; `{min, max}` alone is uniform. Written as a
 /// duration (`"2ms"`: always that) or a table (`{ min = "50us", p50 = "120us", p99 = "1ms",
 /// max = "2ms" }`).
@@ -32,12 +32,13 @@ pub struct Dist {
 }
 
 /// The quantile names a table may use, with their shares in millionths.
-const QUANTILES: [(&str, u32); 7] = [
+const QUANTILES: [(&str, u32); 8] = [
     ("min", 0),
     ("p0", 0),
     ("p50", 500_000),
     ("p90", 900_000),
     ("p99", 990_000),
+    ("p999", 999_000),
     ("max", 1_000_000),
     ("p100", 1_000_000),
 ];
@@ -249,6 +250,14 @@ pub struct ServerTimes {
     /// syncing it as etcd's leader does, so ordinary syncs do not block). Default false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sync_blocks_consensus: bool,
+    /// Whether a leader counts its own new entries toward the commit quorum as soon as it has
+    /// appended them, syncing them to its disk meanwhile (so a commit waits for the fastest
+    /// followers' syncs, not for the leader's). etcd's does: its raft `appendEntry` moves the
+    /// leader's own match index and tries to commit before the Ready holding the entries is
+    /// saved (raft/raft.go; Raft thesis §10.2.1). ZooKeeper's does not: the leader acknowledges
+    /// its own proposal once its SyncRequestProcessor has logged it. Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub leader_commits_before_sync: bool,
 }
 
 /// The protected resource's cost per write (it is a server of the user's, on the same network).
@@ -494,9 +503,11 @@ mod tests {
 
     #[test]
     fn a_distribution_reads_back_as_written() {
-        let text = r#"{ min = "50us", p50 = "120us", p99 = "1ms", max = "2ms" }"#;
+        let text = r#"{ min = "50us", p50 = "120us", p99 = "1ms", p999 = "1500us", max = "2ms" }"#;
         let d = dist(text).unwrap();
         assert_eq!(dist(&d.to_string()).unwrap(), d);
+        // The top 0.1 % alone spreads from p99.9 to the max.
+        assert_eq!(d.at(0.9995), Duration::from_micros(1750));
         assert_eq!(dist("\"7ms\"").unwrap().to_string(), "7ms");
     }
 

@@ -88,11 +88,21 @@ pub struct LogStore {
     /// Whether an append holds openraft's core until it is synced (etcd's raft loop), instead of
     /// returning at once and acknowledging when synced (`ServerTimes::sync_blocks_consensus`).
     sync_blocks: bool,
+    /// This server's id, when its own entries count as flushed on the leader as soon as they
+    /// are appended (`ServerTimes::leader_commits_before_sync`).
+    leader_unsynced: Option<u64>,
 }
 
 impl LogStore {
     pub fn new(durable: Arc<Mutex<Durable>>, disk: Option<Disk>, sync_blocks: bool) -> Self {
-        LogStore { durable, disk, sync_blocks }
+        LogStore { durable, disk, sync_blocks, leader_unsynced: None }
+    }
+
+    /// With `on`, server `id` acknowledges the entries it appends as the leader at once and
+    /// syncs them in the background.
+    pub fn leader_commits_before_sync(mut self, id: u64, on: bool) -> Self {
+        self.leader_unsynced = on.then_some(id);
+        self
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Durable> {
@@ -159,15 +169,21 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let fsync = {
+        let (fsync, own) = {
             let mut durable = self.lock();
+            // Entries this server proposed, appended while its vote makes it the leader.
+            let leading = self.leader_unsynced.is_some_and(|id| {
+                durable.vote.as_ref().is_some_and(|vote| vote.committed && vote.leader_id.node_id == id)
+            });
+            let mut own = leading;
             for entry in entries {
+                own &= self.leader_unsynced == Some(entry.log_id.leader_id.node_id);
                 durable.entries.insert(entry.log_id.index, entry);
             }
             if durable.fsync {
                 durable.sync();
             }
-            durable.fsync
+            (durable.fsync, own)
         };
         match self.disk.clone().filter(|_| fsync) {
             // openraft awaits `append` in its core task: waiting here stalls the whole loop
@@ -180,6 +196,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 if disk.sync().await {
                     callback.io_completed(Ok(()));
                 }
+            }
+            // etcd's leader: its own entries count toward the commit at once, synced meanwhile.
+            Some(disk) if own => {
+                callback.io_completed(Ok(()));
+                madsim::task::spawn(async move {
+                    disk.sync().await;
+                });
             }
             // The append is in memory at once (a leader replicates it meanwhile, as etcd sends
             // before its WAL sync ends); it counts as flushed when the disk has synced it.

@@ -123,7 +123,9 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         })
     };
     let sync_blocks = costs.as_ref().is_some_and(|costs| costs.times.sync_blocks_consensus);
-    let log_store = LogStore::new(durable.clone(), disk, sync_blocks);
+    let leader_unsynced = costs.as_ref().is_some_and(|costs| costs.times.leader_commits_before_sync);
+    let log_store =
+        LogStore::new(durable.clone(), disk, sync_blocks).leader_commits_before_sync(spec.id, leader_unsynced);
     let snapshot = durable.lock().expect("durable state lock poisoned").snapshot.clone();
     let state_machine = StateMachine::new(log_store.clone(), snapshot, on_apply, spec.watch_event_cost, costs.clone());
     let applied = state_machine.applied();
