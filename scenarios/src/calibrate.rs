@@ -18,10 +18,10 @@
 //!    bisection, so that the herd's simulated drain (first grant to last) is the real one.
 //!    Steps 3 and 4 are done twice, each after the other.
 //!
-//! Handoffs, the queue lock's drain, keepalives and lock latency are not fitted: they are the
-//! check, printed beside the real figures, with two workloads of their own: one client alone on
-//! the queue lock ([`uncontended`]: acquire and release latency) and writers that put as fast as
-//! they are answered ([`write_load`]: write throughput).
+//! Handoffs, the queue lock's drain, keepalives, lock latency and write throughput are not
+//! fitted: they are the check, printed beside the real figures, with two workloads of their
+//! own: one client alone on the queue lock ([`uncontended`]: acquire and release latency) and
+//! writers that put as fast as they are answered ([`write_load`]: write throughput).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -163,10 +163,8 @@ pub fn with_cpu_scale(base: &TimeModel, factor: f64) -> TimeModel {
     let mut model = base.clone();
     let server = &mut model.server;
     server.request = server.request.scaled(factor);
-    for cost in [&mut server.read, &mut server.write, &mut server.lease] {
-        if let Some(dist) = cost {
-            *dist = dist.scaled(factor);
-        }
+    for dist in [&mut server.read, &mut server.write, &mut server.lease].into_iter().flatten() {
+        *dist = dist.scaled(factor);
     }
     server.apply = server.apply.scaled(factor);
     model

@@ -743,7 +743,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
             Ok(runs) => runs,
             Err(code) => return Ok(code),
         };
-        // And write throughput: writers that put as fast as their replies come back.
+        // And write throughput: writers that put as fast as they are answered.
         let write_load = calibrate::write_load(system == System::Zookeeper);
         let writes_real = match real_runs(args, &write_load, system, &exe)? {
             Ok(runs) => runs,
