@@ -58,10 +58,13 @@ fn bash(command: &str, cwd: &Path, env: &BTreeMap<String, String>, path: &str) -
     out
 }
 
-/// The file a sweep wrote, as JSON without its `command` (which names the folder the machine
-/// that wrote it used).
-fn sweep_file(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+/// The file a sweep wrote, as JSON without its `command`, and with the output folders the
+/// machines used (`outs`, which a file names) as `<out>`.
+fn sweep_file(path: &Path, outs: &[PathBuf]) -> serde_json::Value {
+    let mut text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for out in outs {
+        text = text.replace(&out.display().to_string(), "<out>");
+    }
     let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
     value.as_object_mut().expect("a sweep file is an object").remove("command");
     value
@@ -138,7 +141,7 @@ fn the_github_actions_matrix_shards_the_detection_sweep_and_merges_to_one_machin
     let whole = dir.join("whole");
     let unsharded = format!("cargo coordsim sweep --bugs \"$BUGS\" --seeds \"$SEEDS\" --out {}", whole.display());
     bash(&unsharded, &dir, &env, &path);
-    assert_eq!(sweep_file(&dir.join("merge").join(merged)), sweep_file(&whole.join("detection.json")));
+    assert_eq!(sweep_file(&dir.join("merge").join(merged), &[]), sweep_file(&whole.join("detection.json"), &[]));
 }
 
 #[test]
@@ -187,5 +190,7 @@ fn the_kubernetes_indexed_job_shards_the_scenario_sweep_and_its_merge_job_gives_
     let unsharded =
         format!("cargo coordsim run \"$SCENARIOS\" --seeds \"$SEEDS\" --report none --out {}", whole.display());
     bash(&unsharded, &dir, &env, &path);
-    assert_eq!(sweep_file(&results.join("sweep.json")), sweep_file(&whole.join("sweep.json")));
+    let mut outs: Vec<PathBuf> = (0..completions).map(|index| results.join(format!("shard-{index}"))).collect();
+    outs.push(whole.clone());
+    assert_eq!(sweep_file(&results.join("sweep.json"), &outs), sweep_file(&whole.join("sweep.json"), &outs));
 }
