@@ -97,32 +97,25 @@ pub fn fsync_dist(counters: &FsyncCounters) -> Result<Dist, String> {
                 from_s(lower.0)
             };
             let max = buckets.iter().find(|b| b.1 == total && b.0.is_finite()).map_or(at(1.0), |b| from_s(b.0));
-            // p99.9 too: without it the rarest syncs (one in thousands may take a bucket of
-            // 128-256 ms) would spread evenly over the top 1 % and make it ten times too slow.
-            Dist::from_quantiles(&[
-                (0.0, at(0.01)),
-                (0.5, at(0.5)),
-                (0.9, at(0.9)),
-                (0.99, at(0.99)),
-                (0.999, at(0.999)),
-                (1.0, max),
-            ])
+            quantiles(at, max)
         }
         FsyncCounters::MeanMax { count, sum_ms, max_ms } => {
             let mean = *sum_ms as f64 / *count as f64 / 1000.0;
             let max = from_s(*max_ms as f64 / 1000.0).max(from_s(mean));
             // An exponential distribution of that mean: its quantile q is -mean ln(1 - q).
-            let at = |q: f64| from_s(-mean * (1.0 - q).ln()).min(max);
-            Dist::from_quantiles(&[
-                (0.0, at(0.01)),
-                (0.5, at(0.5)),
-                (0.9, at(0.9)),
-                (0.99, at(0.99)),
-                (0.999, at(0.999)),
-                (1.0, max),
-            ])
+            quantiles(|q| from_s(-mean * (1.0 - q).ln()).min(max), max)
         }
     }
+}
+
+/// The distribution through `at`'s p1 (as the minimum), p50, p90, p99 and p99.9, and `max`. The
+/// p99.9 point matters: without it the rarest syncs (one in thousands may take a bucket of
+/// 128-256 ms) spread evenly over the top 1 % and make that percent ten times too slow.
+fn quantiles(at: impl Fn(f64) -> Duration, max: Duration) -> Result<Dist, String> {
+    let mut points: Vec<(f64, Duration)> = [0.01, 0.5, 0.9, 0.99, 0.999].iter().map(|q| (*q, at(*q))).collect();
+    points[0].0 = 0.0;
+    points.push((1.0, max));
+    Dist::from_quantiles(&points)
 }
 
 /// One way on a link: half of each quantile of a resource write's round trip, less what the

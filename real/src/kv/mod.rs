@@ -91,21 +91,7 @@ fn finish_write<T>(
     outcome: Outcome<T>,
     answered: impl FnOnce(T) -> (Return, Step),
 ) -> Option<Step> {
-    match outcome {
-        Outcome::Answered(answer) => {
-            let (ret, step) = answered(answer);
-            journal.ok(node, op, ret);
-            Some(step)
-        }
-        Outcome::Refused(error) => {
-            journal.fail(node, op, error);
-            None
-        }
-        Outcome::Unanswered(error) => {
-            journal.info(node, op, error);
-            None
-        }
-    }
+    finish(journal, node, op, outcome, answered, true)
 }
 
 /// Records a read's outcome: `ok` with what `answered` makes of the answer; without one, `fail`
@@ -117,15 +103,26 @@ fn finish_read<T>(
     outcome: Outcome<T>,
     answered: impl FnOnce(T) -> (Return, Step),
 ) -> Option<Step> {
+    finish(journal, node, op, outcome, answered, false)
+}
+
+/// `unanswered_may_apply`: whether an unanswered request is recorded `info` (a write) or `fail`.
+fn finish<T>(
+    journal: &Journal,
+    node: &str,
+    op: u64,
+    outcome: Outcome<T>,
+    answered: impl FnOnce(T) -> (Return, Step),
+    unanswered_may_apply: bool,
+) -> Option<Step> {
     match outcome {
         Outcome::Answered(answer) => {
             let (ret, step) = answered(answer);
             journal.ok(node, op, ret);
-            Some(step)
+            return Some(step);
         }
-        Outcome::Refused(error) | Outcome::Unanswered(error) => {
-            journal.fail(node, op, error);
-            None
-        }
+        Outcome::Unanswered(error) if unanswered_may_apply => journal.info(node, op, error),
+        Outcome::Refused(error) | Outcome::Unanswered(error) => journal.fail(node, op, error),
     }
+    None
 }
