@@ -116,3 +116,29 @@ fn a_scenario_runs_on_its_services_profile_by_default_and_its_history_names_it()
     assert_eq!(run("zk-split-brain-gc-pause-fenced", ""), (zookeeper.clone(), zookeeper));
     assert_eq!(run("split-brain-gc-pause", "[timing]\nprofile = \"none\"\n"), (None, None));
 }
+
+/// `leader_commits_before_sync`: with etcd's rule (the leader counts its own entries toward the
+/// commit when it appends them) a write waits for the fastest follower's sync, not also for the
+/// leader's, so the calibration's writers see shorter puts and put more.
+#[test]
+fn a_leader_that_commits_before_its_own_sync_answers_writes_sooner() {
+    let run = |leader_commits_before_sync: bool| {
+        let mut load = coordsim::calibrate::write_load(false);
+        load.duration = coordsim_sim::scenario::Dur(std::time::Duration::from_secs(3));
+        let mut model = coordsim_sim::timing::profile("etcd-3.4-loopback").unwrap();
+        model.server.leader_commits_before_sync = leader_commits_before_sync;
+        load.timing = Some(coordsim_sim::scenario::TimingSpec {
+            profile: None,
+            network: Some(model.network),
+            server: Some(model.server),
+            resource: Some(model.resource),
+        });
+        match sweep::run_seed(&load, &load.name.clone(), 1) {
+            SeedResult::Done { summary, .. } => summary.metrics.unwrap().requests["put"].clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (waits, commits) = (run(false), run(true));
+    assert!(commits.ok.p50_us < waits.ok.p50_us, "put p50 {} µs against {} µs", commits.ok.p50_us, waits.ok.p50_us);
+    assert!(commits.per_s > waits.per_s, "{} puts/s against {}", commits.per_s, waits.per_s);
+}
