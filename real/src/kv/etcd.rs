@@ -11,7 +11,7 @@ use coordsim_sim::clock::LocalTime;
 use coordsim_sim::kv_workload::{Guard, KEY_PREFIX, KvConnection, Seen, Step};
 use etcd_client as etcd;
 
-use super::{LocalClock, OP_BUDGET, Outcome};
+use super::{LocalClock, OP_BUDGET, Outcome, Unanswered};
 use crate::journal::Journal;
 
 /// One client's connection to a real etcd cluster.
@@ -84,7 +84,7 @@ impl KvConnection for EtcdKv {
     async fn put(&self, node: &str, key: &str, value: String) -> Option<Step> {
         let op = self.journal.invoke(node, Call::Put { key: key.to_string(), value: value.clone() });
         let outcome = self.call(self.client.clone().put(key, value.clone(), None)).await;
-        super::finish_write(&self.journal, node, op, outcome, |response| {
+        super::finish(&self.journal, node, op, outcome, Unanswered::MayHaveApplied, |response| {
             let revision = revision_of(response.header());
             (Return::Put { revision }, Step::learned(revision, Seen { value: Some(value), version: revision }))
         })
@@ -94,7 +94,7 @@ impl KvConnection for EtcdKv {
         let op = self.journal.invoke(node, Call::Get { key: key.to_string() });
         let options = self.serializable.then(|| etcd::GetOptions::new().with_serializable());
         let outcome = self.call(self.client.clone().get(key, options)).await;
-        super::finish_read(&self.journal, node, op, outcome, |response| {
+        super::finish(&self.journal, node, op, outcome, Unanswered::DidNotHappen, |response| {
             let kv = response.kvs().first();
             let value = kv.map(|kv| String::from_utf8_lossy(kv.value()).into_owned());
             let revision = revision_of(response.header());
@@ -107,7 +107,7 @@ impl KvConnection for EtcdKv {
     async fn delete(&self, node: &str, key: &str) -> Option<Step> {
         let op = self.journal.invoke(node, Call::Delete { key: key.to_string() });
         let outcome = self.call(self.client.clone().delete(key, None)).await;
-        super::finish_write(&self.journal, node, op, outcome, |response| {
+        super::finish(&self.journal, node, op, outcome, Unanswered::MayHaveApplied, |response| {
             let revision = revision_of(response.header());
             let ret = Return::Deleted { count: response.deleted().max(0) as u64, revision };
             (ret, Step::learned(revision, Seen { value: None, version: 0 }))
@@ -124,7 +124,7 @@ impl KvConnection for EtcdKv {
         };
         let txn = etcd::Txn::new().when([compare]).and_then([etcd::TxnOp::put(key, new.clone(), None)]);
         let outcome = self.call(self.client.clone().txn(txn)).await;
-        super::finish_write(&self.journal, node, op, outcome, |response| {
+        super::finish(&self.journal, node, op, outcome, Unanswered::MayHaveApplied, |response| {
             let (swapped, revision) = (response.succeeded(), revision_of(response.header()));
             let step = match swapped {
                 true => Step::learned(revision, Seen { value: Some(new), version: revision }),

@@ -82,47 +82,33 @@ impl<T> Outcome<T> {
     }
 }
 
-/// Records a write's outcome: `ok` with what `answered` makes of the answer, `fail` when the
-/// server turned it down, `info` when it may have been applied.
-fn finish_write<T>(
-    journal: &Journal,
-    node: &str,
-    op: u64,
-    outcome: Outcome<T>,
-    answered: impl FnOnce(T) -> (Return, Step),
-) -> Option<Step> {
-    finish(journal, node, op, outcome, answered, true)
+/// What a request without an answer means for the history.
+#[derive(Clone, Copy)]
+enum Unanswered {
+    /// A write: it may have been applied (`info`).
+    MayHaveApplied,
+    /// A read: it changed nothing, so it did not happen for anyone (`fail`).
+    DidNotHappen,
 }
 
-/// Records a read's outcome: `ok` with what `answered` makes of the answer; without one, `fail`
-/// (a read changes nothing: unanswered, it did not happen for anyone).
-fn finish_read<T>(
-    journal: &Journal,
-    node: &str,
-    op: u64,
-    outcome: Outcome<T>,
-    answered: impl FnOnce(T) -> (Return, Step),
-) -> Option<Step> {
-    finish(journal, node, op, outcome, answered, false)
-}
-
-/// `unanswered_may_apply`: whether an unanswered request is recorded `info` (a write) or `fail`.
+/// Records an operation's outcome: `ok` with what `answered` makes of the answer, `fail` when
+/// the server turned it down, and an unanswered one as `unanswered` says.
 fn finish<T>(
     journal: &Journal,
     node: &str,
     op: u64,
     outcome: Outcome<T>,
+    unanswered: Unanswered,
     answered: impl FnOnce(T) -> (Return, Step),
-    unanswered_may_apply: bool,
 ) -> Option<Step> {
-    match outcome {
-        Outcome::Answered(answer) => {
+    match (outcome, unanswered) {
+        (Outcome::Answered(answer), _) => {
             let (ret, step) = answered(answer);
             journal.ok(node, op, ret);
             return Some(step);
         }
-        Outcome::Unanswered(error) if unanswered_may_apply => journal.info(node, op, error),
-        Outcome::Refused(error) | Outcome::Unanswered(error) => journal.fail(node, op, error),
+        (Outcome::Unanswered(error), Unanswered::MayHaveApplied) => journal.info(node, op, error),
+        (Outcome::Refused(error) | Outcome::Unanswered(error), _) => journal.fail(node, op, error),
     }
     None
 }

@@ -24,7 +24,7 @@ use coordsim_sim::kv_workload::{Guard, KEY_PREFIX, KvConnection, Seen, Step};
 use coordsim_sim::scenario::ZkReads;
 use zookeeper_client as zk;
 
-use super::{LocalClock, OP_BUDGET, Outcome};
+use super::{LocalClock, OP_BUDGET, Outcome, Unanswered};
 use crate::journal::Journal;
 
 /// The session timeout of a workload client: its znodes are persistent, so the session only
@@ -151,7 +151,7 @@ impl KvConnection for ZkKv {
         let data = value.clone();
         let outcome =
             refused(self.call(|client| async move { client.set_data(path, data.as_bytes(), None).await }).await);
-        super::finish_write(&self.journal, node, op, outcome, |stat| {
+        super::finish(&self.journal, node, op, outcome, Unanswered::MayHaveApplied, |stat| {
             let seen = Seen { value: Some(value), version: i64::from(stat.version) };
             (Return::Put { revision: stat.mzxid }, Step::learned(stat.mzxid, seen))
         })
@@ -172,7 +172,7 @@ impl KvConnection for ZkKv {
                 }
             })
             .await;
-        super::finish_read(&self.journal, node, op, refused(outcome), |read| {
+        super::finish(&self.journal, node, op, refused(outcome), Unanswered::DidNotHappen, |read| {
             let value = read.as_ref().map(|(data, _)| String::from_utf8_lossy(data).into_owned());
             let (revision, version) = read.map_or((0, -1), |(_, stat)| (stat.mzxid, i64::from(stat.version)));
             (Return::Got { value: value.clone(), revision }, Step::learned(revision, Seen { value, version }))
@@ -210,7 +210,7 @@ impl KvConnection for ZkKv {
             }
             other => refused(other).map(Some),
         };
-        super::finish_write(&self.journal, node, op, outcome, |stat| match stat {
+        super::finish(&self.journal, node, op, outcome, Unanswered::MayHaveApplied, |stat| match stat {
             Some(stat) => {
                 let seen = Seen { value: Some(new), version: i64::from(stat.version) };
                 (Return::Cas { swapped: true, revision: stat.mzxid }, Step::learned(stat.mzxid, seen))
