@@ -102,6 +102,9 @@ struct Network {
     endpoints: BTreeMap<SocketAddr, Bound>,
     /// Orders messages that arrive at the same instant: first sent, first taken.
     sequence: u64,
+    /// (sending node, receiving address) → when the last ordered message sent on that link
+    /// arrives: an ordered message never arrives before one sent before it ([`Endpoint::call_ordered`]).
+    ordered_tail: BTreeMap<(NodeId, SocketAddr), Instant>,
 }
 
 struct Bound {
@@ -122,6 +125,7 @@ pub fn install(links: Links) {
         reply_filters: BTreeMap::new(),
         endpoints: BTreeMap::new(),
         sequence: 0,
+        ordered_tail: BTreeMap::new(),
     });
 }
 
@@ -201,10 +205,33 @@ impl Endpoint {
     /// Sends `request` to `to` and waits for the answer, at most `timeout` (a lost request or
     /// reply, or an address nobody binds, is a timeout, as on a datagram network).
     pub async fn call<R: Request>(&self, to: SocketAddr, request: R, timeout: Duration) -> io::Result<R::Response> {
+        self.exchange(to, request, timeout, false).await
+    }
+
+    /// [`Endpoint::call`] on a stream: the request arrives no earlier than every ordered request
+    /// this node sent to `to` before it (as on one TCP connection, where a later segment waits
+    /// for an earlier one), so the receiver takes them in the order they were sent. Losses
+    /// still lose single messages (a cut link, packet loss); replies are not ordered.
+    pub async fn call_ordered<R: Request>(
+        &self,
+        to: SocketAddr,
+        request: R,
+        timeout: Duration,
+    ) -> io::Result<R::Response> {
+        self.exchange(to, request, timeout, true).await
+    }
+
+    async fn exchange<R: Request>(
+        &self,
+        to: SocketAddr,
+        request: R,
+        timeout: Duration,
+        ordered: bool,
+    ) -> io::Result<R::Response> {
         let exchange = async {
             let (reply_tx, reply_rx) = oneshot::channel::<(Instant, R::Response)>();
             let envelope = Envelope { from: self.node, request: Box::new(request), reply: Box::new(reply_tx) };
-            if self.send(to, TypeId::of::<R>(), envelope) {
+            if self.send(to, TypeId::of::<R>(), envelope, ordered) {
                 if let Ok((arrival, response)) = reply_rx.await {
                     sleep_until_exact(arrival).await;
                     return response;
@@ -217,17 +244,24 @@ impl Endpoint {
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "RPC timeout"))
     }
 
-    /// Puts a request in the inbox bound at `to`, arriving after the link's latency; false if it
+    /// Puts a request in the inbox bound at `to`, arriving after the link's latency (and, if
+    /// `ordered`, no earlier than the ordered messages sent before it on the link); false if it
     /// is lost.
-    fn send(&self, to: SocketAddr, kind: TypeId, envelope: Envelope) -> bool {
+    fn send(&self, to: SocketAddr, kind: TypeId, envelope: Envelope, ordered: bool) -> bool {
         let now = Instant::now();
         let target = with_network(|net| {
             let bound = net.endpoints.get(&to)?;
             let (node, inbox) = (bound.node, bound.inbox.upgrade()?);
             let latency = net.transit(self.node, node)?;
             let delay = net.delays.get(&(self.node, to.ip())).and_then(|d| d.iter().max().copied());
+            let mut arrival = now + latency + delay.unwrap_or_default();
+            if ordered {
+                let tail = net.ordered_tail.entry((self.node, to)).or_insert(arrival);
+                arrival = arrival.max(*tail);
+                *tail = arrival;
+            }
             net.sequence += 1;
-            Some((inbox, now + latency + delay.unwrap_or_default(), net.sequence))
+            Some((inbox, arrival, net.sequence))
         });
         let Some((inbox, arrival, sequence)) = target else { return false };
         let notify = {

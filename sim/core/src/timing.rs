@@ -258,6 +258,23 @@ pub struct ServerTimes {
     /// its own proposal once its SyncRequestProcessor has logged it. Default false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub leader_commits_before_sync: bool,
+    /// How many AppendEntries a leader keeps in flight to one follower, on one ordered stream
+    /// per follower (a later one arrives after an earlier one, as on a TCP connection). etcd's
+    /// leader sends up to `MaxInflightMsgs` without waiting for answers (512 in etcd 3.4:
+    /// `maxInflightMsgs = 4096 / 8`, etcdserver/raft.go); ZooKeeper's sends every proposal on
+    /// its follower's TCP connection as it is made (`LearnerHandler`'s queued packets). 1 (the
+    /// default): one at a time, each waiting for the answer to the one before, as openraft's
+    /// default `stream_append` does.
+    #[serde(default = "one_inflight_append", skip_serializing_if = "is_one")]
+    pub max_inflight_appends: u32,
+}
+
+fn one_inflight_append() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// The protected resource's cost per write (it is a server of the user's, on the same network).
@@ -427,6 +444,12 @@ impl TimingSpec {
             server: server.ok_or_else(|| missing("server"))?,
             resource: resource.ok_or_else(|| missing("resource"))?,
         };
+        if model.server.max_inflight_appends == 0 {
+            return Err(ScenarioError {
+                field: "timing.server.max_inflight_appends".into(),
+                message: "must be at least 1 (1: one append at a time)".into(),
+            });
+        }
         Ok(model)
     }
 }

@@ -7,6 +7,7 @@
 mod log_store;
 mod network;
 mod state_machine;
+mod stream;
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +17,7 @@ use crate::store::{Command, CommandResponse};
 pub use log_store::{Durable, LogStore};
 pub use network::{AppendRpc, Network, PreVoteRpc, RaftRpcError, SnapshotRpc, VoteRpc};
 pub use state_machine::{Applied, StateMachine, StoreSnapshot};
+pub use stream::{AppendStreams, OnAppend, StreamAppendRpc, is_higher_vote};
 
 /// What applying one log entry produced.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

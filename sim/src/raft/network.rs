@@ -13,16 +13,23 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::net::Endpoint;
+use futures::Stream;
 use madsim::net::rpc::Request;
+use openraft::base::{BoxFuture, BoxStream};
 use openraft::error::{RPCError, ReplicationClosed, StreamingError, Unreachable};
-use openraft::network::RPCOption;
-use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
+use openraft::network::{RPCOption, stream_append_sequential};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult, VoteRequest, VoteResponse,
+};
 use openraft::{AnyError, BasicNode, RaftNetworkFactory, RaftNetworkV2};
 use serde::{Deserialize, Serialize};
 
+use super::stream::Pipeline;
 use super::{Snapshot, SnapshotMeta, StoreSnapshot, TypeConfig, Vote};
 
 /// A remote node's failure to handle a Raft RPC (it is shutting down).
@@ -63,22 +70,34 @@ impl Request for SnapshotRpc {
 /// Creates a [`Peer`] per target; all share the server's endpoint.
 #[derive(Clone)]
 pub struct Network {
+    /// This server's Raft id.
+    id: u64,
     endpoint: Endpoint,
     /// The shortest deadline of a call: the election timeout's minimum.
     rpc_timeout_min: Duration,
+    /// Appends in flight to one follower (`ServerTimes::max_inflight_appends`; 1: openraft's
+    /// one at a time).
+    max_inflight_appends: usize,
+    /// Numbers the append streams this server opens (super::stream).
+    sessions: Arc<AtomicU64>,
 }
 
 impl Network {
     /// `rpc_timeout_min_ms`: the election timeout's minimum, in ms (see the module docs).
-    pub fn new(endpoint: Endpoint, rpc_timeout_min_ms: u64) -> Self {
-        Network { endpoint, rpc_timeout_min: Duration::from_millis(rpc_timeout_min_ms) }
+    /// `max_inflight_appends` above 1 pipelines replication (super::stream).
+    pub fn new(id: u64, endpoint: Endpoint, rpc_timeout_min_ms: u64, max_inflight_appends: usize) -> Self {
+        let rpc_timeout_min = Duration::from_millis(rpc_timeout_min_ms);
+        Network { id, endpoint, rpc_timeout_min, max_inflight_appends, sessions: Arc::default() }
     }
 }
 
 /// The connection to one other server.
 pub struct Peer {
+    id: u64,
     endpoint: Endpoint,
     rpc_timeout_min: Duration,
+    max_inflight_appends: usize,
+    sessions: Arc<AtomicU64>,
     target: u64,
     addr: Option<SocketAddr>,
 }
@@ -88,8 +107,11 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> Peer {
         Peer {
+            id: self.id,
             endpoint: self.endpoint.clone(),
             rpc_timeout_min: self.rpc_timeout_min,
+            max_inflight_appends: self.max_inflight_appends,
+            sessions: self.sessions.clone(),
             target,
             addr: node.addr.parse().ok(),
         }
@@ -106,12 +128,17 @@ impl Peer {
     }
 }
 
-fn unreachable(message: String) -> Unreachable<TypeConfig> {
+pub(super) fn unreachable(message: String) -> Unreachable<TypeConfig> {
     Unreachable::new(&AnyError::error(message))
 }
 
+/// A remote failure, as openraft 0.10 can carry it.
+pub(super) fn remote_error(message: RaftRpcError) -> RPCError<TypeConfig> {
+    RPCError::Unreachable(unreachable(format!("remote: {message}")))
+}
+
 fn remote<T>(reply: Result<T, RaftRpcError>) -> Result<T, RPCError<TypeConfig>> {
-    reply.map_err(|message| RPCError::Unreachable(unreachable(format!("remote: {message}"))))
+    reply.map_err(remote_error)
 }
 
 impl RaftNetworkV2<TypeConfig> for Peer {
@@ -123,6 +150,32 @@ impl RaftNetworkV2<TypeConfig> for Peer {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
         remote(self.call(AppendRpc(rpc), &option).await?)
+    }
+
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<
+        's,
+        Result<BoxStream<'s, Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>>, RPCError<TypeConfig>>,
+    >
+    where
+        S: Stream<Item = AppendEntriesRequest<TypeConfig>> + Send + Unpin + 'static,
+    {
+        if self.max_inflight_appends <= 1 {
+            return stream_append_sequential(self, input, option);
+        }
+        let Some(addr) = self.addr else {
+            let error = unreachable(format!("node {} has no valid address", self.target));
+            return Box::pin(std::future::ready(Err(RPCError::Unreachable(error))));
+        };
+        let timeout = option.hard_ttl().max(self.rpc_timeout_min);
+        let session = self.sessions.fetch_add(1, Ordering::Relaxed);
+        let pipeline =
+            Pipeline::new(self.endpoint.clone(), addr, (self.id, session), timeout, self.max_inflight_appends, input);
+        let stream: BoxStream<'s, _> = Box::pin(pipeline);
+        Box::pin(std::future::ready(Ok(stream)))
     }
 
     async fn vote(

@@ -19,7 +19,8 @@ use tokio::sync::Notify;
 use crate::clock::{Clock, LocalTime};
 use crate::lessor::{LeaseInfo, LeasePolicy, Lessor, RenewError};
 use crate::raft::{
-    AppendRpc, Applied, ApplyResult, Durable, LogStore, Network, PreVoteRpc, Raft, SnapshotRpc, StateMachine, VoteRpc,
+    AppendRpc, AppendStreams, Applied, ApplyResult, Durable, LogStore, Network, OnAppend, PreVoteRpc, Raft,
+    SnapshotRpc, StateMachine, StreamAppendRpc, VoteRpc, is_higher_vote,
 };
 use crate::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
 use crate::recorder::Recorder;
@@ -142,7 +143,12 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     let raft = Raft::new(
         spec.id,
         config,
-        Network::new(endpoint.clone(), spec.raft.election_timeout_min_ms),
+        Network::new(
+            spec.id,
+            endpoint.clone(),
+            spec.raft.election_timeout_min_ms,
+            costs.as_ref().map_or(1, |costs| costs.times.max_inflight_appends as usize),
+        ),
         log_store,
         state_machine,
     )
@@ -211,6 +217,19 @@ fn register_raft_handlers(
     clock: Clock,
     costs: Option<Arc<ServerCosts>>,
 ) {
+    // Pipelined appends (raft::stream), only where the time model asks for them: without,
+    // a run spawns exactly the tasks it did before they existed.
+    if costs.as_ref().is_some_and(|costs| costs.times.max_inflight_appends > 1) {
+        let (heard, clock) = (leader_heard.clone(), clock.clone());
+        // Any answer but "your vote is stale" means a current leader reached us.
+        let on_answer: OnAppend = Arc::new(move |result| {
+            if !is_higher_vote(result) {
+                *lock(&heard) = Some(clock.now());
+            }
+        });
+        let streams = AppendStreams::new(raft.clone(), costs.clone(), on_answer);
+        endpoint.add_rpc_handler(move |request: StreamAppendRpc| streams.accept(request));
+    }
     // Every Raft message takes its turn on the receiver's CPU first.
     let work = move || {
         let costs = costs.clone();
