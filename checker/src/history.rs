@@ -44,6 +44,15 @@
 //! `"real zookeeper"`): `seed` is the run's number, `time_ns` is the machine's monotonic clock since
 //! the run began, and `lease_expiry` entries are observed from outside the cluster (just after
 //! the lease was last seen alive). The field is absent in simulated histories.
+//!
+//! # The service's timing
+//!
+//! `service_timing` carries the timers a checker's bound is made of ([`ServiceTiming`]: the
+//! heartbeat, the election timeout's range, the lessor's expiry tick and what a new leader adds
+//! to every lease), e.g. `"service_timing":{"heartbeat_ms":50,"election_timeout_min_ms":150,
+//! "election_timeout_max_ms":300,"lease_expiry_tick_ms":50,"lease_promotion_extend_ms":150}`.
+//! The simulator writes its servers'; `coordsim real etcd` its cluster's (etcd's flags and
+//! lessor). A history without it is judged with the simulator's ([`ServiceTiming::SIMULATED`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +82,46 @@ pub struct History {
     /// to. Absent: a run without a time model (`profile = "none"`), or a real run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_model: Option<String>,
+    /// The service's own timing in this run: what the checkers' bounds are made of. Absent in
+    /// histories written before it existed, by hand, or on a service whose timing is not of
+    /// this shape (ZooKeeper): read as [`ServiceTiming::SIMULATED`] ([`History::service_timing`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_timing: Option<ServiceTiming>,
+}
+
+/// The timing of the service a history was recorded on, as far as a checker's bound depends on
+/// it: Raft's timers and the lessor's. All in ms, each by the clock of the server that keeps
+/// it (a server's monotonic clock, which clock faults skew). The runner writes it: a simulated
+/// run its servers' settings (sim/src/server), a real etcd run the flags its members started
+/// with (real/src/cluster/etcd.rs) and etcd's built-in lessor timing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceTiming {
+    /// How often a leader sends heartbeats (etcd `--heartbeat-interval`).
+    pub heartbeat_ms: u64,
+    /// A follower stands for election after a timeout drawn from
+    /// `election_timeout_min_ms..election_timeout_max_ms` (etcd: `--election-timeout` to twice
+    /// it, raft's `randomizedElectionTimeout`).
+    pub election_timeout_min_ms: u64,
+    pub election_timeout_max_ms: u64,
+    /// How often the leader's lessor looks for expired leases (etcd: 500 ms, lessor.go
+    /// `runLoop`).
+    pub lease_expiry_tick_ms: u64,
+    /// What a new leader's lessor adds to every lease when it takes over (etcd:
+    /// `lessor.Promote(electionTimeout)`, server.go).
+    pub lease_promotion_extend_ms: u64,
+}
+
+impl ServiceTiming {
+    /// The simulator's servers (sim/src/server: `RaftTiming::default`, `EXPIRY_TICK`, the lease
+    /// policy's promotion extension): also what a history without the field is read with.
+    pub const SIMULATED: ServiceTiming = ServiceTiming {
+        heartbeat_ms: 50,
+        election_timeout_min_ms: 150,
+        election_timeout_max_ms: 300,
+        lease_expiry_tick_ms: 50,
+        lease_promotion_extend_ms: 150,
+    };
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -620,7 +669,13 @@ impl History {
             entries: Vec::new(),
             recorded_on: None,
             time_model: None,
+            service_timing: None,
         }
+    }
+
+    /// The service's timing in this run: the recorded one, or [`ServiceTiming::SIMULATED`].
+    pub fn service_timing(&self) -> ServiceTiming {
+        self.service_timing.unwrap_or(ServiceTiming::SIMULATED)
     }
 
     /// Parses a history from JSON and checks its schema.

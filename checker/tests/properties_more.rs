@@ -6,7 +6,7 @@
 
 use coordsim_checker::history::{
     Call, ChangeKind, ConnectionState, Entry, Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, Return,
-    WatchEndReason, WatchedChange,
+    ServiceTiming, WatchEndReason, WatchedChange,
 };
 use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::{PropertyReport, Verdict};
@@ -193,6 +193,32 @@ fn lease_liveness_fails_an_expiry_past_the_bound_and_says_by_how_much() {
     assert_eq!(report.findings.len(), 1);
     assert_mentions(&report.findings[0].message, &["lease 1 of c1 expired at 9.000s", "2390 ms past its bound 6.610s"]);
     assert_mentions(&report.summary, &["worst delay 2990 ms"]);
+}
+
+/// The bound is made of the service's timing the history carries: the same expiry, 2.39 s
+/// late for the simulator's servers, is within the bound of a real etcd cluster's (a 500 ms
+/// expiry tick, a 1-2 s election timeout).
+#[test]
+fn lease_liveness_reads_the_services_timing_from_the_history() {
+    let mut b = silent_owner();
+    b.expiry(9000, 1);
+    assert_eq!(b.history.service_timing(), ServiceTiming::SIMULATED, "no header: the simulator's servers");
+    assert_eq!(b.verdict(Property::LeaseLiveness), Verdict::Fail);
+    b.history.service_timing = Some(ServiceTiming {
+        heartbeat_ms: 100,
+        election_timeout_min_ms: 1000,
+        election_timeout_max_ms: 2000,
+        lease_expiry_tick_ms: 500,
+        lease_promotion_extend_ms: 1000,
+    });
+    // Deadline 1.010 + 5 + 0.5 = 6.510 s; limit + 2 s election + 250 ms commit = 8.760 s.
+    let report = b.report(Property::LeaseLiveness);
+    assert_eq!(report.verdict, Verdict::Fail, "{}", report.summary);
+    assert_mentions(&report.findings[0].message, &["240 ms past its bound 8.760s"]);
+    assert_mentions(&report.summary, &["500 ms tick + 2000 ms election"]);
+    b.history.entries.retain(|e| !matches!(e.event, Event::LeaseExpiry { .. }));
+    b.expiry(8700, 1);
+    assert_eq!(b.verdict(Property::LeaseLiveness), Verdict::Pass);
 }
 
 #[test]

@@ -1064,6 +1064,9 @@ fn merge(
         entries,
         recorded_on: Some(format!("real {}", system.name())),
         time_model: None,
+        // ZooKeeper's sessions and elections are not of this shape (ticks, not a Raft leader's
+        // lessor): its histories go without.
+        service_timing: (system == System::Etcd).then(crate::cluster::etcd::service_timing),
     };
     history.validate().map_err(|error| format!("the merged history is invalid (a bug in coordsim real): {error}"))?;
     Ok(history)

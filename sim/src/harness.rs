@@ -164,6 +164,8 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
             watch_event_cost: scenario.cluster.watch_event_cost.map_or(Duration::ZERO, |cost| cost.0),
             costs: model.as_ref().map(|m| m.server.clone()),
         };
+        // Every server runs with the same timing.
+        recorder.set_service_timing(crate::server::service_timing(&spec.raft, &spec.lease));
         // Outside the node's tasks, so that it survives a crash of the node.
         let durable = Arc::new(Mutex::new(Durable::new(scenario.cluster.fsync)));
         let durable_handle = durable.clone();

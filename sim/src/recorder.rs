@@ -129,6 +129,11 @@ impl Recorder {
         (Recorder { inner: Arc::new(Mutex::new(inner)) }, stopped)
     }
 
+    /// The servers' timing, in the history's header: what the checkers' bounds are made of.
+    pub fn set_service_timing(&self, timing: coordsim_checker::history::ServiceTiming) {
+        self.lock().history.service_timing = Some(timing);
+    }
+
     /// Names the time model the run takes its durations from, in the history's header.
     pub fn set_time_model(&self, name: &str) {
         self.lock().history.time_model = Some(name.to_string());

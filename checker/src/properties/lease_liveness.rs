@@ -8,13 +8,13 @@
 //!   flight while a fault held the servers (see below) may arrive when that fault ends. From
 //!   there the lease lives TTL **by the leader's clock** (the `clock` records give it: a slow
 //!   leader clock lengthens leases in true time, by design), then the leader's expiry loop notices
-//!   within one tick ([`EXPIRY_TICK_MS`], also by its clock).
+//!   within one tick (the history's `lease_expiry_tick_ms`, also by its clock).
 //! - **A leader change may lengthen the lease by little.** A new leader continues each lease
 //!   from the remaining TTL its predecessor last recorded, plus one election timeout
-//!   ([`PROMOTION_EXTEND_MS`]: etcd's `Promote(electionTimeout)`). What it may have recorded are
+//!   (`lease_promotion_extend_ms`: etcd's `Promote(electionTimeout)`). What it may have recorded are
 //!   the points of the lease: `lease_checkpoint` records, and renewals (a full TTL: a renewal
 //!   clears the checkpoint). Which one it applied last is not known exactly — one committed less
-//!   than [`ELECTION_TIMEOUT_MAX_MS`] before the promotion may not have reached it — so the
+//!   than `election_timeout_max_ms` before the promotion may not have reached it — so the
 //!   largest among the last point before that and those after it counts, each aged by the time
 //!   from it to the new leader's election (the old leader's countdown ran until then) beyond
 //!   [`CHECKPOINT_STALENESS_MS`] (what servers that checkpoint every 2 s may lag). This is the
@@ -29,7 +29,7 @@
 //!   records in a history without them; those up to the bound count (a leader can change while
 //!   the revocation is in flight).
 //! - The revocation then commits through Raft: [`COMMIT_ALLOWANCE_MS`], plus
-//!   [`ELECTION_TIMEOUT_MAX_MS`] for a leader that stalls without being replaced (a pause shorter
+//!   `election_timeout_max_ms` for a leader that stalls without being replaced (a pause shorter
 //!   than an election), both in true time.
 //! - **Liveness is owed only while no fault touches the servers.** While a fault that hits a
 //!   server (a partition, a crash, a pause, a link delay, a clock fault: a leader whose clock
@@ -47,24 +47,22 @@
 
 use std::collections::BTreeMap;
 
-use crate::history::{Event, History, NodeRole, Phase};
+use crate::history::{Event, History, NodeRole, Phase, ServiceTiming};
 use crate::properties::clocks::Clocks;
 use crate::properties::leaders::{Leadership, Promotion};
 use crate::properties::leases::{LeaseRecord, Renewal, crashes, leases};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
-/// How often the leader looks for expired leases, by its clock (sim/src/server.rs `EXPIRY_TICK`).
-pub const EXPIRY_TICK_MS: u64 = 50;
-/// What a promotion adds to every lease: the election timeout (etcd server.go
-/// `lessor.Promote(electionTimeout)`; the simulator's is `RaftTiming::default`'s 150 ms).
-pub const PROMOTION_EXTEND_MS: u64 = 150;
-/// How far behind the truth a new leader's view of a lease may be when the servers checkpoint as
-/// the promise assumes: one 2 s checkpoint interval, the 500 ms checkpoint tick and two commits
-/// (a renewal's clearing, then the checkpoint). A point older than this at the new leader's
-/// election counts only for what it would have left by then.
+// The service's own timers (expiry tick, election timeout, promotion extension) come from the
+// history (`History::service_timing`); the constants below are the property's own margins.
+
+/// How far behind the truth a new leader's view of a lease may be for the promise to hold: what
+/// servers that checkpoint every 2 s lag (the interval, a 500 ms checkpoint tick and two
+/// commits: a renewal's clearing, then the checkpoint). A property's tolerance, not a service
+/// setting: a service that checkpoints less often keeps the promise less well, and fails.
+/// A point older than this at the new leader's election counts only for what it would have
+/// left by then.
 pub const CHECKPOINT_STALENESS_MS: u64 = 2_000 + 500 + 2 * COMMIT_ALLOWANCE_MS;
-/// Raft's largest election timeout (sim/src/server.rs `RaftTiming::default`).
-pub const ELECTION_TIMEOUT_MAX_MS: u64 = 300;
 /// After a fault that may block commits ends, the time Raft gets to resume before the deadline
 /// counts again: requests sent during the fault time out and openraft backs off from followers it
 /// could not reach (about 1 s in the simulator, measured on chaos-fenced-mutex).
@@ -77,6 +75,8 @@ const MS: u64 = 1_000_000;
 
 /// What the bound of one lease is made of.
 struct Bound {
+    /// The election timeout's maximum and the commit allowance, past the deadline.
+    slack_ns: u64,
     /// The last renewal that may have reached the server, and when at the latest.
     last: Renewal,
     last_ns: u64,
@@ -89,12 +89,13 @@ struct Bound {
 impl Bound {
     /// The latest the lease may expire.
     fn limit_ns(&self) -> u64 {
-        self.deadline_ns.saturating_add((ELECTION_TIMEOUT_MAX_MS + COMMIT_ALLOWANCE_MS) * MS)
+        self.deadline_ns.saturating_add(self.slack_ns)
     }
 }
 
 struct Context<'a> {
     history: &'a History,
+    timing: ServiceTiming,
     clocks: Clocks,
     leadership: Leadership,
     crashes: BTreeMap<&'a str, Vec<u64>>,
@@ -105,6 +106,7 @@ struct Context<'a> {
 pub(super) fn check(history: &History) -> PropertyReport {
     let context = Context {
         history,
+        timing: history.service_timing(),
         clocks: Clocks::from_history(history),
         leadership: Leadership::from_history(history),
         crashes: crashes(history),
@@ -171,8 +173,10 @@ pub(super) fn check(history: &History) -> PropertyReport {
             leases.len()
         ),
         _ => format!(
-            "{} leases outlived their bound (TTL by the leader's clock + {EXPIRY_TICK_MS} ms tick + {ELECTION_TIMEOUT_MAX_MS} ms election + {COMMIT_ALLOWANCE_MS} ms commit, extended by each leader change and by faults on the servers + {FAULT_RECOVERY_MS} ms){worst}",
-            findings.len()
+            "{} leases outlived their bound (TTL by the leader's clock + {} ms tick + {} ms election + {COMMIT_ALLOWANCE_MS} ms commit, extended by each leader change and by faults on the servers + {FAULT_RECOVERY_MS} ms){worst}",
+            findings.len(),
+            context.timing.lease_expiry_tick_ms,
+            context.timing.election_timeout_max_ms
         ),
     };
     PropertyReport { property: "lease_liveness".into(), verdict, summary, findings }
@@ -238,7 +242,8 @@ fn bound(context: &Context<'_>, lease: &LeaseRecord) -> Bound {
         .max_by_key(|(r, ns)| (*ns, r.invoke_ns))
         .expect("a lease has its grant among its renewals");
     let ttl_ns = lease.ttl_ms * MS;
-    let tick_ns = EXPIRY_TICK_MS * MS;
+    let timing = context.timing;
+    let tick_ns = timing.lease_expiry_tick_ms * MS;
     let leaders = context.leadership.leaders_during(last.invoke_ns, last_ns);
     let mut deadline_ns = if leaders.is_empty() {
         last_ns + ttl_ns + tick_ns
@@ -249,7 +254,7 @@ fn bound(context: &Context<'_>, lease: &LeaseRecord) -> Bound {
         leaders.iter().map(fires).max().unwrap_or(0)
     };
     let end_ns = lease.expired.or(lease.revoked).map_or(context.history.duration_ns, |(ns, _)| ns);
-    let slack_ns = (ELECTION_TIMEOUT_MAX_MS + COMMIT_ALLOWANCE_MS) * MS;
+    let slack_ns = (timing.election_timeout_max_ms + COMMIT_ALLOWANCE_MS) * MS;
     let mut leader_changes = 0;
     let mut promotions = context.leadership.promotions.iter().filter(|p| p.time_ns > last.invoke_ns).peekable();
     // Each step moves the deadline later; stop when neither a promotion nor a fault does.
@@ -260,7 +265,7 @@ fn bound(context: &Context<'_>, lease: &LeaseRecord) -> Bound {
             let restarted_ns = context.clocks.timer_fires_ns(
                 &promotion.server,
                 promotion.time_ns,
-                remaining_ns + PROMOTION_EXTEND_MS * MS + tick_ns,
+                remaining_ns + timing.lease_promotion_extend_ms * MS + tick_ns,
             );
             if restarted_ns > deadline_ns {
                 deadline_ns = restarted_ns;
@@ -280,7 +285,7 @@ fn bound(context: &Context<'_>, lease: &LeaseRecord) -> Bound {
             None => break,
         }
     }
-    Bound { last, last_ns, deadline_ns, leader_changes }
+    Bound { slack_ns, last, last_ns, deadline_ns, leader_changes }
 }
 
 /// (start, end) of every fault that may block a commit or delay a keepalive: those that hit a
@@ -321,7 +326,7 @@ fn remaining_at(context: &Context<'_>, lease: &LeaseRecord, promotion: &Promotio
     let renewals = lease.renewals.iter().map(|r| (latest_ns(context, &lease.owner, r), lease.ttl_ms));
     let recorded = lease.checkpoints.iter().map(|(ns, remaining, _)| (*ns, *remaining));
     let points: Vec<(u64, u64)> = renewals.chain(recorded).filter(|(ns, _)| *ns <= promotion_ns).collect();
-    let surely_applied_ns = promotion_ns.saturating_sub(ELECTION_TIMEOUT_MAX_MS * MS);
+    let surely_applied_ns = promotion_ns.saturating_sub(context.timing.election_timeout_max_ms * MS);
     let last_applied =
         points.iter().filter(|(ns, _)| *ns <= surely_applied_ns).max_by_key(|(ns, remaining)| (*ns, *remaining));
     let maybe_applied = points.iter().filter(|(ns, _)| *ns > surely_applied_ns);

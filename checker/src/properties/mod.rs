@@ -36,10 +36,7 @@ pub use clocks::Clocks;
 pub use grants::{Grant, GrantSource, grants, service_locks};
 pub use kv_ops::{KvOperation, KvOutcome, kv_operations};
 pub use leaders::{Leadership, Promotion};
-pub use lease_liveness::{
-    CHECKPOINT_STALENESS_MS, COMMIT_ALLOWANCE_MS, ELECTION_TIMEOUT_MAX_MS, EXPIRY_TICK_MS, FAULT_RECOVERY_MS,
-    PROMOTION_EXTEND_MS,
-};
+pub use lease_liveness::{CHECKPOINT_STALENESS_MS, COMMIT_ALLOWANCE_MS, FAULT_RECOVERY_MS};
 pub use leases::{LeaseRecord, Renewal, leases};
 pub use linearizable::{MEMORY_LIMIT_BYTES as LINEARIZABLE_MEMORY_LIMIT_BYTES, TIME_LIMIT as LINEARIZABLE_TIME_LIMIT};
 pub use locks::{LockRequest, lock_requests};

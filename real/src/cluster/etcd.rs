@@ -6,6 +6,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use coordsim_checker::history::ServiceTiming;
+
 use super::{Cluster, Hosts, START_TIMEOUT};
 use crate::procs::Procs;
 
@@ -18,6 +20,25 @@ struct Member {
     peer_port: u16,
     data_dir: PathBuf,
     log: PathBuf,
+}
+
+/// `--heartbeat-interval` the members start with (etcd's default).
+const HEARTBEAT_MS: u64 = 100;
+/// `--election-timeout` the members start with (etcd's default).
+const ELECTION_MS: u64 = 1000;
+
+/// The cluster's timing as a history's header carries it: the flags above; raft draws each
+/// election timeout from [timeout, 2 x timeout) (raft.go `resetRandomizedElectionTimeout`);
+/// the lessor looks for expired leases every 500 ms (lessor.go `runLoop`) and a new leader
+/// extends every lease by the election timeout (server.go `lessor.Promote`).
+pub fn service_timing() -> ServiceTiming {
+    ServiceTiming {
+        heartbeat_ms: HEARTBEAT_MS,
+        election_timeout_min_ms: ELECTION_MS,
+        election_timeout_max_ms: 2 * ELECTION_MS,
+        lease_expiry_tick_ms: 500,
+        lease_promotion_extend_ms: ELECTION_MS,
+    }
 }
 
 pub struct EtcdCluster {
@@ -78,7 +99,7 @@ impl EtcdCluster {
             .args(["--initial-cluster", &self.initial_cluster, "--initial-cluster-state", "new"])
             .args(["--initial-cluster-token", &format!("coordsim-{}", std::process::id())])
             // etcd's defaults, written down: 100 ms heartbeats, 1 s election timeout.
-            .args(["--heartbeat-interval", "100", "--election-timeout", "1000"])
+            .args(["--heartbeat-interval", &HEARTBEAT_MS.to_string(), "--election-timeout", &ELECTION_MS.to_string()])
             .args(["--log-level", "warn"]);
         if self.lease_checkpoint {
             // Accepted by 3.4.20+ to 3.6 (deprecated in 3.6 for --feature-gates). With persistence,

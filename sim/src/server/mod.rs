@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::net::Endpoint;
-use coordsim_checker::history::{Event, RaftRole};
+use coordsim_checker::history::{Event, RaftRole, ServiceTiming};
 use openraft::{BasicNode, ReadPolicy, ServerState};
 use openraft_rt::WatchReceiver;
 use tokio::sync::Notify;
@@ -703,19 +703,28 @@ fn role_of(state: ServerState) -> RaftRole {
     }
 }
 
+/// The servers' timing as the history's header carries it for the checkers.
+pub fn service_timing(raft: &RaftTiming, lease: &LeasePolicy) -> ServiceTiming {
+    ServiceTiming {
+        heartbeat_ms: raft.heartbeat_ms,
+        election_timeout_min_ms: raft.election_timeout_min_ms,
+        election_timeout_max_ms: raft.election_timeout_max_ms,
+        lease_expiry_tick_ms: EXPIRY_TICK.as_millis() as u64,
+        lease_promotion_extend_ms: lease.promotion_extend_ms,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use coordsim_checker::properties::{ELECTION_TIMEOUT_MAX_MS, EXPIRY_TICK_MS, PROMOTION_EXTEND_MS};
-
     use super::*;
 
-    /// lease_liveness copies the server's timing to bound an expiry: they must not drift apart.
+    /// A history without a header is read with `ServiceTiming::SIMULATED`: it must be what the
+    /// servers run with by default.
     #[test]
-    fn the_lease_liveness_checker_uses_the_servers_timing() {
+    fn a_history_without_service_timing_is_read_with_the_servers_defaults() {
         let raft = RaftTiming::default();
-        assert_eq!(PROMOTION_EXTEND_MS, raft.election_timeout_min_ms, "a promotion extends by the election timeout");
+        let lease = LeasePolicy { promotion_extend_ms: raft.election_timeout_min_ms, ..LeasePolicy::default() };
+        assert_eq!(service_timing(&raft, &lease), ServiceTiming::SIMULATED);
         assert_eq!(LeasePolicy::default().promotion_extend_ms, raft.election_timeout_min_ms);
-        assert_eq!(ELECTION_TIMEOUT_MAX_MS, raft.election_timeout_max_ms);
-        assert_eq!(Duration::from_millis(EXPIRY_TICK_MS), EXPIRY_TICK);
     }
 }
