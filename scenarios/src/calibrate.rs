@@ -132,12 +132,19 @@ pub fn link_dist(write: &coordsim_checker::metrics::Spread, resource_cost: Durat
     ])
 }
 
-/// `base` with its request overhead multiplied by `factor`.
+/// The shape the request overhead is fitted from: a fixed one, so that a fit does not start
+/// from the last fit's (which, scaled down twice, had become zero on ZooKeeper's profile and
+/// could not be scaled up again).
+pub fn overhead_shape() -> Dist {
+    let us = Duration::from_micros;
+    Dist::from_quantiles(&[(0.0, us(0)), (0.5, us(200)), (0.9, us(400)), (0.99, us(800)), (1.0, us(1600))])
+        .expect("a valid shape")
+}
+
+/// `base` with its request overhead [`overhead_shape`] multiplied by `factor`.
 pub fn with_overhead_scale(base: &TimeModel, factor: f64) -> TimeModel {
     let mut model = base.clone();
-    if let Some(overhead) = &mut model.server.overhead {
-        *overhead = overhead.scaled(factor);
-    }
+    model.server.overhead = Some(overhead_shape().scaled(factor));
     model
 }
 
@@ -159,6 +166,19 @@ pub fn with_cpu_scale(base: &TimeModel, factor: f64) -> TimeModel {
     for dist in [&mut server.read, &mut server.write, &mut server.lease].into_iter().flatten() {
         *dist = dist.scaled(factor);
     }
+    server.apply = server.apply.scaled(factor);
+    model
+}
+
+/// `base` with the costs on a write's own path multiplied by `factor`: the write request's
+/// (its `write` cost, or `request` where it has none) and each entry's apply. Reads, leases and
+/// other requests keep theirs: the herd's getChildren and transactions, which the CPU step
+/// fits, and the writers' puts, which this one fits, load a server differently.
+pub fn with_write_scale(base: &TimeModel, factor: f64) -> TimeModel {
+    let mut model = base.clone();
+    let server = &mut model.server;
+    let write = server.write.clone().unwrap_or_else(|| server.request.clone());
+    server.write = Some(write.scaled(factor));
     server.apply = server.apply.scaled(factor);
     model
 }
@@ -314,6 +334,27 @@ pub fn range(values: &[u64], unit: Unit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The write path's factor moves the write request's cost (taken from `request` where the
+    /// profile has none) and each entry's apply, and nothing a read, a lease or another request
+    /// pays; the overhead's factor is on a fixed shape, whatever the profile had.
+    #[test]
+    fn the_write_path_and_overhead_factors_move_only_their_costs() {
+        let base = coordsim_sim::timing::profile("zookeeper-3.8-loopback").unwrap();
+        let mut no_write = base.clone();
+        no_write.server.write = None;
+        no_write.server.overhead = Some(Dist::fixed(Duration::ZERO));
+        let scaled = with_write_scale(&no_write, 0.5);
+        assert_eq!(scaled.server.write, Some(base.server.request.scaled(0.5)));
+        assert_eq!(scaled.server.apply, base.server.apply.scaled(0.5));
+        assert_eq!(
+            (&scaled.server.request, &scaled.server.read, &scaled.server.lease, &scaled.server.peer),
+            (&base.server.request, &base.server.read, &base.server.lease, &base.server.peer)
+        );
+        let overhead = with_overhead_scale(&no_write, 2.0).server.overhead.unwrap();
+        assert_eq!(overhead, overhead_shape().scaled(2.0));
+        assert_eq!(overhead.median(), Duration::from_micros(400));
+    }
 
     const ETCD: &str = "# s1\netcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.001\"} 86\n\
         etcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.002\"} 92\n\

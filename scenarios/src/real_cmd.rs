@@ -33,10 +33,11 @@ enum RealCommand {
     /// verdicts of the properties a real run judges agree. Progress goes to stderr.
     Fidelity(FidelityArgs),
     /// Fit the time model to the real services on this machine (docs/time.md): the
-    /// hundred-request workload on real etcd and ZooKeeper, the links from the resource's round
-    /// trips, fsync from the servers' own counters, one CPU factor by bisection on the median
-    /// unlock; then handoff, drain and the rest printed beside the real figures, as Markdown.
-    /// Progress goes to stderr.
+    /// hundred-request workload and eight writers on real etcd and ZooKeeper; the links from the
+    /// resource's round trips, fsync from the servers' own counters, then by bisection the
+    /// request overhead on the queue lock's median unlock, the CPU costs on the herd's drain and
+    /// the write path's costs on the writers' throughput; then handoff, drain and the rest
+    /// printed beside the real figures, as Markdown. Progress goes to stderr.
     Calibrate(CalibrateArgs),
 }
 
@@ -705,6 +706,15 @@ fn simulated_median(
 }
 
 #[cfg(feature = "real")]
+const NS_PER_S: u64 = 1_000_000_000;
+
+/// The writers' time per acknowledged put, in ns: rises with the write path's cost.
+#[cfg(feature = "real")]
+fn ns_per_put(figures: &crate::calibrate::Figures) -> Option<u64> {
+    figures.puts_per_s.map(|per_s| NS_PER_S / per_s.max(1))
+}
+
+#[cfg(feature = "real")]
 fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
     use crate::calibrate::{self, Figures};
     use coordsim_real::System;
@@ -768,6 +778,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
         model.server.fsync = calibrate::fsync_dist(&fsync).map_err(fail)?;
         let unlock_target = real_median(&queue_real, |f| f.unlock_us).ok_or_else(|| fail("no unlock".into()))?;
         let drain_target = real_median(&herd_real, |f| f.drain_us).ok_or_else(|| fail("no drain".into()))?;
+        let puts_target = real_median(&writes_real, |f| f.puts_per_s).ok_or_else(|| fail("no puts".into()))?;
         let mut failure: Option<String> = None;
         let mut measure = |scenario: &coordsim_sim::scenario::Scenario,
                            model: &coordsim_sim::timing::TimeModel,
@@ -775,7 +786,11 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
                            what: &str| {
             match simulated_median(scenario, model, args.seeds, figure) {
                 Ok(value) => {
-                    eprintln!("  {what}: simulated {}", calibrate::show_us(value));
+                    let shown = match what.ends_with("writers") {
+                        true => format!("{}/s", NS_PER_S / value.max(1)),
+                        false => calibrate::show_us(value),
+                    };
+                    eprintln!("  {what}: simulated {shown}");
                     value as f64
                 }
                 Err(error) => {
@@ -788,30 +803,51 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
             measure(&queue, &calibrate::with_link_scale(&model, k), |f| f.resource_write_us, &format!("links x{k:.3}"))
         });
         model = calibrate::with_link_scale(&model, links);
-        let (mut overhead, mut cpu) = (1.0, 1.0);
+        // Steps 3-5, each a factor on the model's own shapes, each fitted with the others held.
+        // Steps 3-5, each a factor, each fitted with the others held. The write path only on
+        // ZooKeeper: on etcd it traded the handoff for throughput (docs/time.md).
+        let fit_writes = system == System::Zookeeper;
+        let scaled = |overhead: f64, cpu: f64, write: f64| {
+            let model = calibrate::with_cpu_scale(&calibrate::with_overhead_scale(&model, overhead), cpu);
+            calibrate::with_write_scale(&model, write)
+        };
+        let (mut overhead, mut cpu, mut write) = (1.0, 1.0, 1.0);
         for _ in 0..2 {
-            let fixed_cpu = calibrate::with_cpu_scale(&model, cpu);
-            overhead = calibrate::bisect(0.05, 20.0, 7, unlock_target as f64, |k| {
-                let candidate = calibrate::with_overhead_scale(&fixed_cpu, k);
-                measure(&queue, &candidate, |f| f.unlock_us, &format!("overhead x{k:.3}, unlock"))
+            overhead = calibrate::bisect(0.01, 100.0, 9, unlock_target as f64, |k| {
+                measure(&queue, &scaled(k, cpu, write), |f| f.unlock_us, &format!("overhead x{k:.3}, unlock"))
             });
-            let fixed_overhead = calibrate::with_overhead_scale(&model, overhead);
             cpu = calibrate::bisect(0.05, 20.0, 7, drain_target as f64, |k| {
-                let candidate = calibrate::with_cpu_scale(&fixed_overhead, k);
-                measure(&herd, &candidate, |f| f.drain_us, &format!("CPU x{k:.3}, herd drain"))
+                measure(&herd, &scaled(overhead, k, write), |f| f.drain_us, &format!("CPU x{k:.3}, herd drain"))
             });
+            if fit_writes {
+                // The writers' time per put rises with the write path's cost.
+                let target = (NS_PER_S / puts_target.max(1)) as f64;
+                write = calibrate::bisect(0.05, 20.0, 7, target, |k| {
+                    let candidate = scaled(overhead, cpu, k);
+                    measure(&write_load, &candidate, ns_per_put, &format!("write path x{k:.3}, writers"))
+                });
+            }
         }
         if let Some(error) = failure {
             eprintln!("error: {error}");
             return Ok(ExitCode::from(1));
         }
-        let mut fitted = calibrate::with_cpu_scale(&calibrate::with_overhead_scale(&model, overhead), cpu);
+        let mut fitted = scaled(overhead, cpu, write);
         fitted.source = format!(
             "Written by `coordsim real calibrate --runs {runs}` on this machine: {runs} real run(s) each of \
              {queue_name} and {herd_name} on {system}. Links: half the resource write's round trip, scaled x{links:.3} \
-             to its real median ({write}). fsync: the servers' own counters ({fsync}). Request overhead: the \
-             built-in shape x{overhead:.3}, so that {queue_name}'s median unlock is the real {unlock}. CPU costs: \
-             the built-in shapes x{cpu:.3}, so that {herd_name}'s drain is the real {drain}. Simulator seeds 1..{seeds}.",
+             to its real median ({write}). fsync: the servers' own counters ({fsync}). Request overhead: \
+             calibrate::overhead_shape x{overhead:.3}, so that {queue_name}'s median unlock is the real {unlock}. \
+             CPU costs: the built-in shapes x{cpu:.3}, so that {herd_name}'s drain is the real {drain}{write_fit}. \
+             Simulator seeds 1..{seeds}.",
+            write_fit = match fit_writes {
+                true => format!(
+                    "; the write path's (write request, apply) x{write:.3} more, so that {} writers put {puts_target}/s \
+                     as on the real cluster",
+                    calibrate::WRITERS
+                ),
+                false => String::new(),
+            },
             runs = args.runs,
             system = system.name(),
             write = calibrate::show_us(write_target),
