@@ -3,8 +3,7 @@
 //! do what they say.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use coordsim_sim::clock::Clock;
@@ -38,23 +37,35 @@ where
     S: FnOnce(Endpoint) -> futures::future::BoxFuture<'static, Outcome> + Send + 'static,
     F: FnOnce(NodeId, NodeId) -> futures::future::BoxFuture<'static, ()> + Send + 'static,
 {
-    Runtime::with_seed_and_config(1, madsim::Config::default()).block_on(async move {
+    let exact = LinkLatency::Uniform { min: LATENCY, max: LATENCY };
+    let (outcome, taken) = run_on(1, exact, script, faults);
+    (outcome, taken.len() as u64)
+}
+
+/// [`run`] on the simulator seeded with `seed` and links of `latency`; also returns the pings
+/// the server took, in the order it took them.
+fn run_on<S, F>(seed: u64, latency: LinkLatency, script: S, faults: F) -> (Outcome, Vec<u64>)
+where
+    S: FnOnce(Endpoint) -> futures::future::BoxFuture<'static, Outcome> + Send + 'static,
+    F: FnOnce(NodeId, NodeId) -> futures::future::BoxFuture<'static, ()> + Send + 'static,
+{
+    Runtime::with_seed_and_config(seed, madsim::Config::default()).block_on(async move {
         let epoch = Instant::now();
         let _nodes = node::install(epoch);
-        net::install(Links { latency: LinkLatency::Uniform { min: LATENCY, max: LATENCY }, peer: None });
-        let served = Arc::new(AtomicU64::new(0));
-        let counter = served.clone();
+        net::install(Links { latency, peer: None });
+        let taken = Arc::new(Mutex::new(Vec::new()));
+        let log = taken.clone();
         let handle = Handle::current();
         let server = handle
             .create_node()
             .name("s1")
             .ip(SERVER.ip())
             .init(move || {
-                let counter = counter.clone();
+                let log = log.clone();
                 async move {
                     let endpoint = Endpoint::bind(SERVER).await.expect("the server binds");
                     endpoint.add_rpc_handler(move |Ping(n)| {
-                        counter.fetch_add(1, Ordering::SeqCst);
+                        log.lock().unwrap().push(n);
                         async move { n + 1 }
                     });
                     futures::future::pending::<()>().await;
@@ -75,7 +86,8 @@ where
             .await
             .expect("the client's script ends");
         faults.await.expect("the faults end");
-        (outcome, served.load(Ordering::SeqCst))
+        let taken = taken.lock().unwrap().clone();
+        (outcome, taken)
     })
 }
 
@@ -165,59 +177,28 @@ fn a_dropped_reply_times_the_caller_out_but_the_request_took_effect() {
 /// The order in which the server took 100 pings that the client sent at once, 10 µs apart, on
 /// links whose latency is drawn between 10 µs and 5 ms for each message.
 fn arrival_order(ordered: bool) -> Vec<u64> {
-    Runtime::with_seed_and_config(7, madsim::Config::default()).block_on(async move {
-        let epoch = Instant::now();
-        let _nodes = node::install(epoch);
-        let (min, max) = (Duration::from_micros(10), Duration::from_millis(5));
-        net::install(Links { latency: LinkLatency::Uniform { min, max }, peer: None });
-        let taken = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let log = taken.clone();
-        let handle = Handle::current();
-        let server = handle
-            .create_node()
-            .name("s1")
-            .ip(SERVER.ip())
-            .init(move || {
-                let log = log.clone();
-                async move {
-                    let endpoint = Endpoint::bind(SERVER).await.expect("the server binds");
-                    endpoint.add_rpc_handler(move |Ping(n)| {
-                        log.lock().unwrap().push(n);
-                        async move { n }
-                    });
-                    futures::future::pending::<()>().await;
-                }
-            })
-            .build();
-        node::bind(server.id(), "s1", Clock::true_time(epoch));
-        let client = handle.create_node().name("c1").ip(CLIENT.ip()).build();
-        node::bind(client.id(), "c1", Clock::true_time(epoch));
-        client
-            .spawn(async move {
-                madsim::time::sleep(Duration::from_millis(1)).await;
-                let endpoint = Endpoint::bind(CLIENT).await.expect("the client binds");
-                let mut calls = Vec::new();
-                for n in 0..100 {
-                    let endpoint = endpoint.clone();
-                    calls.push(madsim::task::spawn(async move {
-                        let timeout = Duration::from_secs(1);
-                        if ordered {
-                            endpoint.call_ordered(SERVER, Ping(n), timeout).await
-                        } else {
-                            endpoint.call(SERVER, Ping(n), timeout).await
-                        }
-                    }));
-                    net::sleep_until_exact(Instant::now() + Duration::from_micros(10)).await;
-                }
-                for call in calls {
-                    call.await.expect("the call's task ends").expect("no fault: every ping is answered");
-                }
-            })
-            .await
-            .expect("the client's script ends");
-        let order = taken.lock().unwrap().clone();
-        order
-    })
+    let latency = LinkLatency::Uniform { min: Duration::from_micros(10), max: Duration::from_millis(5) };
+    let script = move |endpoint: Endpoint| -> futures::future::BoxFuture<'static, Outcome> {
+        Box::pin(async move {
+            let mut calls = Vec::new();
+            for n in 0..100 {
+                let endpoint = endpoint.clone();
+                calls.push(madsim::task::spawn(async move {
+                    let timeout = Duration::from_secs(1);
+                    match ordered {
+                        true => endpoint.call_ordered(SERVER, Ping(n), timeout).await,
+                        false => endpoint.call(SERVER, Ping(n), timeout).await,
+                    }
+                }));
+                net::sleep_until_exact(Instant::now() + Duration::from_micros(10)).await;
+            }
+            for call in calls {
+                call.await.expect("the call's task ends").expect("no fault: every ping is answered");
+            }
+            Outcome::new()
+        })
+    };
+    run_on(7, latency, script, no_faults).1
 }
 
 #[test]
