@@ -327,3 +327,38 @@ fn progress_judges_an_own_lock_by_its_beliefs() {
     moving.belief(13_000, "c2", 9, Phase::Start);
     assert_eq!(moving.verdict(Property::Progress), Verdict::Pass);
 }
+
+/// The registry is the one list of properties: in the order of `Property`'s variants (what
+/// `Property::spec` indexes by), one id each, and what can be judged on a real cluster's history
+/// follows from what each property needs.
+#[test]
+fn the_registry_lists_each_property_once_in_order() {
+    use coordsim_checker::properties::{ByDefault, Needs, REGISTRY};
+    for (i, spec) in REGISTRY.iter().enumerate() {
+        assert_eq!(spec.property as usize, i, "{} out of place", spec.id);
+        assert_eq!(Property::from_id(spec.id), Some(spec.property));
+        assert_eq!(spec.property.id(), spec.id);
+    }
+    let ids: std::collections::BTreeSet<&str> = REGISTRY.iter().map(|s| s.id).collect();
+    assert_eq!(ids.len(), REGISTRY.len(), "ids are unique");
+    let outside: Vec<&str> = Property::FROM_OUTSIDE.iter().map(|p| p.id()).collect();
+    assert_eq!(
+        outside,
+        [
+            "mutual_exclusion",
+            "fencing",
+            "single_holder",
+            "progress",
+            "dual_ownership",
+            "linearizable",
+            "durability",
+            "herd",
+            "fairness"
+        ]
+    );
+    assert!(Property::FROM_OUTSIDE.iter().all(|p| p.spec().needs == Needs::ClientRecords));
+    let informational: Vec<&str> =
+        REGISTRY.iter().filter(|s| s.by_default == ByDefault::Informational).map(|s| s.id).collect();
+    assert_eq!(informational, ["dual_ownership"]);
+    assert!(Property::DualOwnership.is_informational() && !Property::Herd.is_informational());
+}

@@ -90,72 +90,151 @@ pub enum Property {
     SessionLossNotice,
 }
 
-impl Property {
-    /// The properties a history recorded outside the simulator can decide: those read from what
-    /// clients and the resource record (for the key-value workload, the operations' values and
-    /// the revisions of their answers). `lease_safety`, `lease_liveness`, `grant_live_lease`,
-    /// `spurious_expiry` and `session_loss_notice` need the leader's own records of lease
-    /// expiries; `watch` and `watch_continuity` need watchers, which real runs do not have yet.
-    pub const FROM_OUTSIDE: [Property; 9] = [
-        Property::MutualExclusion,
-        Property::Fencing,
-        Property::SingleHolder,
-        Property::DualOwnership,
-        Property::Progress,
-        Property::Herd,
-        Property::Fairness,
-        Property::Linearizable,
-        Property::Durability,
-    ];
+/// What a scenario that does not name a property expects of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ByDefault {
+    /// It must pass: the guarantee every run owes.
+    Pass,
+    /// Not judged unless the scenario says so: how a new property joins the library without
+    /// changing the verdict of a scenario written before it.
+    Any,
+    /// Reports observations and never fails (`dual_ownership`).
+    Informational,
+}
 
-    pub const ALL: [Property; 16] = [
-        Property::MutualExclusion,
-        Property::Fencing,
-        Property::SingleHolder,
-        Property::LeaseSafety,
-        Property::Progress,
+/// What a property reads from the history, and so where it can be judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// What clients and the resource record (operations, beliefs, the resource's accepts and
+    /// rejects, the answers' revisions): a history recorded on a real cluster has it.
+    ClientRecords,
+    /// The servers' own records (the leader's lease expiries and checkpoints, its promotions):
+    /// only the simulator has them.
+    ServerRecords,
+    /// Watch streams, which real runs do not record yet.
+    Watchers,
+}
+
+/// One property: its one module's checker and everything the rest of coordsim needs to know of
+/// it. A new property is its module and one entry of [`REGISTRY`] (and its [`Property`] name).
+pub struct Spec {
+    pub property: Property,
+    /// The identifier used in scenario files and reports.
+    pub id: &'static str,
+    /// What a scenario that does not name it expects.
+    pub by_default: ByDefault,
+    pub needs: Needs,
+    pub check: fn(&History) -> PropertyReport,
+}
+
+/// Every property, in report order (the order of [`Property`]'s variants).
+pub const REGISTRY: [Spec; 16] = [
+    spec(Property::MutualExclusion, "mutual_exclusion", ByDefault::Pass, Needs::ClientRecords, mutual_exclusion::check),
+    spec(Property::Fencing, "fencing", ByDefault::Pass, Needs::ClientRecords, fencing::check),
+    spec(Property::SingleHolder, "single_holder", ByDefault::Pass, Needs::ClientRecords, single_holder::check),
+    spec(Property::LeaseSafety, "lease_safety", ByDefault::Pass, Needs::ServerRecords, lease_safety::check),
+    spec(Property::Progress, "progress", ByDefault::Pass, Needs::ClientRecords, progress::check),
+    spec(
         Property::DualOwnership,
-        Property::LeaseLiveness,
-        Property::GrantLiveLease,
-        Property::Linearizable,
-        Property::Watch,
-        Property::Durability,
-        Property::Herd,
-        Property::Fairness,
-        Property::SpuriousExpiry,
-        Property::WatchContinuity,
+        "dual_ownership",
+        ByDefault::Informational,
+        Needs::ClientRecords,
+        dual_ownership::check,
+    ),
+    spec(Property::LeaseLiveness, "lease_liveness", ByDefault::Pass, Needs::ServerRecords, lease_liveness::check),
+    spec(Property::GrantLiveLease, "grant_live_lease", ByDefault::Pass, Needs::ServerRecords, grant_live_lease::check),
+    spec(Property::Linearizable, "linearizable", ByDefault::Pass, Needs::ClientRecords, linearizable::check),
+    spec(Property::Watch, "watch", ByDefault::Pass, Needs::Watchers, watch::check),
+    spec(Property::Durability, "durability", ByDefault::Pass, Needs::ClientRecords, durability::check),
+    spec(Property::Herd, "herd", ByDefault::Pass, Needs::ClientRecords, herd::check),
+    spec(Property::Fairness, "fairness", ByDefault::Pass, Needs::ClientRecords, fairness::check),
+    spec(Property::SpuriousExpiry, "spurious_expiry", ByDefault::Pass, Needs::ServerRecords, spurious_expiry::check),
+    spec(Property::WatchContinuity, "watch_continuity", ByDefault::Pass, Needs::Watchers, watch_continuity::check),
+    spec(
         Property::SessionLossNotice,
-    ];
+        "session_loss_notice",
+        ByDefault::Pass,
+        Needs::ServerRecords,
+        session_loss_notice::check,
+    ),
+];
+
+const fn spec(
+    property: Property,
+    id: &'static str,
+    by_default: ByDefault,
+    needs: Needs,
+    check: fn(&History) -> PropertyReport,
+) -> Spec {
+    Spec { property, id, by_default, needs, check }
+}
+
+/// How many properties need only what clients and the resource record.
+const FROM_OUTSIDE_COUNT: usize = {
+    let mut count = 0;
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        if matches!(REGISTRY[i].needs, Needs::ClientRecords) {
+            count += 1;
+        }
+        i += 1;
+    }
+    count
+};
+
+impl Property {
+    /// The properties a history recorded outside the simulator can decide: those whose
+    /// [`Needs`] are what clients and the resource record (for the key-value workload, the
+    /// operations' values and the revisions of their answers). The others need the leader's
+    /// own records of lease expiries, or watchers, which real runs do not have yet.
+    pub const FROM_OUTSIDE: [Property; FROM_OUTSIDE_COUNT] = {
+        let mut out = [Property::MutualExclusion; FROM_OUTSIDE_COUNT];
+        let (mut i, mut n) = (0, 0);
+        while i < REGISTRY.len() {
+            if matches!(REGISTRY[i].needs, Needs::ClientRecords) {
+                out[n] = REGISTRY[i].property;
+                n += 1;
+            }
+            i += 1;
+        }
+        out
+    };
+
+    /// Every property, in report order.
+    pub const ALL: [Property; REGISTRY.len()] = {
+        let mut out = [Property::MutualExclusion; REGISTRY.len()];
+        let mut i = 0;
+        while i < REGISTRY.len() {
+            out[i] = REGISTRY[i].property;
+            i += 1;
+        }
+        out
+    };
+
+    /// Its entry in [`REGISTRY`].
+    pub fn spec(self) -> &'static Spec {
+        let spec = &REGISTRY[self as usize];
+        debug_assert_eq!(spec.property, self, "REGISTRY is in the order of Property's variants");
+        spec
+    }
 
     /// The identifier used in scenario files and reports.
     pub fn id(self) -> &'static str {
-        match self {
-            Property::MutualExclusion => "mutual_exclusion",
-            Property::Fencing => "fencing",
-            Property::SingleHolder => "single_holder",
-            Property::LeaseSafety => "lease_safety",
-            Property::Progress => "progress",
-            Property::DualOwnership => "dual_ownership",
-            Property::LeaseLiveness => "lease_liveness",
-            Property::GrantLiveLease => "grant_live_lease",
-            Property::Linearizable => "linearizable",
-            Property::Watch => "watch",
-            Property::Durability => "durability",
-            Property::Herd => "herd",
-            Property::Fairness => "fairness",
-            Property::SpuriousExpiry => "spurious_expiry",
-            Property::WatchContinuity => "watch_continuity",
-            Property::SessionLossNotice => "session_loss_notice",
-        }
+        self.spec().id
+    }
+
+    /// What a scenario that does not name it expects.
+    pub fn by_default(self) -> ByDefault {
+        self.spec().by_default
     }
 
     /// Informational properties report observations and always pass.
     pub fn is_informational(self) -> bool {
-        self == Property::DualOwnership
+        self.by_default() == ByDefault::Informational
     }
 
     pub fn from_id(id: &str) -> Option<Property> {
-        Property::ALL.into_iter().find(|p| p.id() == id)
+        REGISTRY.iter().find(|spec| spec.id == id).map(|spec| spec.property)
     }
 
     /// [`Property::check`], with the linearizability search under `limits` instead of the
@@ -168,24 +247,7 @@ impl Property {
     }
 
     pub fn check(self, history: &History) -> PropertyReport {
-        match self {
-            Property::MutualExclusion => mutual_exclusion::check(history),
-            Property::Fencing => fencing::check(history),
-            Property::SingleHolder => single_holder::check(history),
-            Property::LeaseSafety => lease_safety::check(history),
-            Property::Progress => progress::check(history),
-            Property::DualOwnership => dual_ownership::check(history),
-            Property::LeaseLiveness => lease_liveness::check(history),
-            Property::GrantLiveLease => grant_live_lease::check(history),
-            Property::Linearizable => linearizable::check(history),
-            Property::Watch => watch::check(history),
-            Property::Durability => durability::check(history),
-            Property::Herd => herd::check(history),
-            Property::Fairness => fairness::check(history),
-            Property::SpuriousExpiry => spurious_expiry::check(history),
-            Property::WatchContinuity => watch_continuity::check(history),
-            Property::SessionLossNotice => session_loss_notice::check(history),
-        }
+        (self.spec().check)(history)
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use coordsim_checker::properties::Property;
+use coordsim_checker::properties::{ByDefault, Property};
 use coordsim_checker::verdict::Verdict;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -839,6 +839,16 @@ pub enum Expectation {
 }
 
 impl Expectation {
+    /// What a scenario that does not name `property` expects: its registry entry's default
+    /// (`coordsim_checker::properties::REGISTRY`). A property registered with `ByDefault::Any`
+    /// changes no verdict of a scenario written before it.
+    pub fn by_default(property: Property) -> Expectation {
+        match property.by_default() {
+            ByDefault::Pass | ByDefault::Informational => Expectation::Pass,
+            ByDefault::Any => Expectation::Any,
+        }
+    }
+
     pub fn matches(self, verdict: Verdict) -> bool {
         matches!(
             (self, verdict),
@@ -873,9 +883,10 @@ impl Scenario {
         (1..=self.clients.count).map(|i| format!("c{i}")).collect()
     }
 
-    /// The expectation for `property` (unlisted properties are expected to pass).
+    /// The expectation for `property`: the scenario's, else the property's default
+    /// ([`Expectation::by_default`]).
     pub fn expectation(&self, property: Property) -> Expectation {
-        self.expect.get(&property).copied().unwrap_or(Expectation::Pass)
+        self.expect.get(&property).copied().unwrap_or_else(|| Expectation::by_default(property))
     }
 
     /// Checks what the types cannot: ranges, names, limits, and every fault of `[[nemesis]]`
