@@ -782,15 +782,11 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
         let mut failure: Option<String> = None;
         let mut measure = |scenario: &coordsim_sim::scenario::Scenario,
                            model: &coordsim_sim::timing::TimeModel,
-                           figure: fn(&Figures) -> Option<u64>,
+                           (figure, show): (fn(&Figures) -> Option<u64>, fn(u64) -> String),
                            what: &str| {
             match simulated_median(scenario, model, args.seeds, figure) {
                 Ok(value) => {
-                    let shown = match what.ends_with("writers") {
-                        true => format!("{}/s", NS_PER_S / value.max(1)),
-                        false => calibrate::show_us(value),
-                    };
-                    eprintln!("  {what}: simulated {shown}");
+                    eprintln!("  {what}: simulated {}", show(value));
                     value as f64
                 }
                 Err(error) => {
@@ -800,31 +796,35 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
             }
         };
         let links = calibrate::bisect(0.2, 5.0, 7, write_target as f64, |k| {
-            measure(&queue, &calibrate::with_link_scale(&model, k), |f| f.resource_write_us, &format!("links x{k:.3}"))
+            let candidate = calibrate::with_link_scale(&model, k);
+            measure(&queue, &candidate, (|f| f.resource_write_us, calibrate::show_us), &format!("links x{k:.3}"))
         });
         model = calibrate::with_link_scale(&model, links);
-        // Steps 3-5, each a factor on the model's own shapes, each fitted with the others held.
         // Steps 3-5, each a factor, each fitted with the others held. The write path only on
         // ZooKeeper: on etcd it traded the handoff for throughput (docs/time.md).
         let fit_writes = system == System::Zookeeper;
-        let scaled = |overhead: f64, cpu: f64, write: f64| {
+        let scaled = |overhead: f64, cpu: f64, write_path: f64| {
             let model = calibrate::with_cpu_scale(&calibrate::with_overhead_scale(&model, overhead), cpu);
-            calibrate::with_write_scale(&model, write)
+            calibrate::with_write_scale(&model, write_path)
         };
-        let (mut overhead, mut cpu, mut write) = (1.0, 1.0, 1.0);
+        let (mut overhead, mut cpu, mut write_path) = (1.0, 1.0, 1.0);
+        let us = calibrate::show_us as fn(u64) -> String;
         for _ in 0..2 {
             overhead = calibrate::bisect(0.01, 100.0, 9, unlock_target as f64, |k| {
-                measure(&queue, &scaled(k, cpu, write), |f| f.unlock_us, &format!("overhead x{k:.3}, unlock"))
+                let candidate = scaled(k, cpu, write_path);
+                measure(&queue, &candidate, (|f| f.unlock_us, us), &format!("overhead x{k:.3}, unlock"))
             });
             cpu = calibrate::bisect(0.05, 20.0, 7, drain_target as f64, |k| {
-                measure(&herd, &scaled(overhead, k, write), |f| f.drain_us, &format!("CPU x{k:.3}, herd drain"))
+                let candidate = scaled(overhead, k, write_path);
+                measure(&herd, &candidate, (|f| f.drain_us, us), &format!("CPU x{k:.3}, herd drain"))
             });
             if fit_writes {
                 // The writers' time per put rises with the write path's cost.
                 let target = (NS_PER_S / puts_target.max(1)) as f64;
-                write = calibrate::bisect(0.05, 20.0, 7, target, |k| {
+                write_path = calibrate::bisect(0.05, 20.0, 7, target, |k| {
                     let candidate = scaled(overhead, cpu, k);
-                    measure(&write_load, &candidate, ns_per_put, &format!("write path x{k:.3}, writers"))
+                    let per_s = |ns: u64| format!("{}/s", NS_PER_S / ns.max(1));
+                    measure(&write_load, &candidate, (ns_per_put, per_s), &format!("write path x{k:.3}, writers"))
                 });
             }
         }
@@ -832,7 +832,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
             eprintln!("error: {error}");
             return Ok(ExitCode::from(1));
         }
-        let mut fitted = scaled(overhead, cpu, write);
+        let mut fitted = scaled(overhead, cpu, write_path);
         fitted.source = format!(
             "Written by `coordsim real calibrate --runs {runs}` on this machine: {runs} real run(s) each of \
              {queue_name} and {herd_name} on {system}. Links: half the resource write's round trip, scaled x{links:.3} \
@@ -842,7 +842,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
              Simulator seeds 1..{seeds}.",
             write_fit = match fit_writes {
                 true => format!(
-                    "; the write path's (write request, apply) x{write:.3} more, so that {} writers put {puts_target}/s \
+                    "; the write path's (write request, apply) x{write_path:.3} more, so that {} writers put {puts_target}/s \
                      as on the real cluster",
                     calibrate::WRITERS
                 ),

@@ -152,20 +152,24 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
             durable: Some(on_disk as Arc<dyn nemesis::Durable>),
         });
     }
+    let (raft, lease) =
+        (RaftTiming::default(), scenario.cluster.etcd.lease_policy(RaftTiming::default().election_timeout_min_ms));
+    if scenario.cluster.kind == ClusterKind::Raft {
+        // Every server runs with the same timing.
+        recorder.set_service_timing(crate::server::service_timing(&raft, &lease));
+    }
     for &id in members.keys().filter(|_| scenario.cluster.kind == ClusterKind::Raft) {
         let spec = ServerSpec {
             id,
             name: format!("s{id}"),
             members: members.clone(),
             bootstrap: id == 1,
-            raft: RaftTiming::default(),
+            raft,
             bugs: scenario.bugs,
-            lease: scenario.cluster.etcd.lease_policy(RaftTiming::default().election_timeout_min_ms),
+            lease,
             watch_event_cost: scenario.cluster.watch_event_cost.map_or(Duration::ZERO, |cost| cost.0),
             costs: model.as_ref().map(|m| m.server.clone()),
         };
-        // Every server runs with the same timing.
-        recorder.set_service_timing(crate::server::service_timing(&spec.raft, &spec.lease));
         // Outside the node's tasks, so that it survives a crash of the node.
         let durable = Arc::new(Mutex::new(Durable::new(scenario.cluster.fsync)));
         let durable_handle = durable.clone();

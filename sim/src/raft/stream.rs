@@ -99,30 +99,34 @@ impl<S> Pipeline<S> {
     }
 
     fn send(&mut self, rpc: AppendEntriesRequest<TypeConfig>) {
-        self.sent += 1;
         let last = rpc.entries.last().map(|entry| entry.log_id.clone()).or(rpc.prev_log_id.clone());
         let request = StreamAppendRpc { leader: self.leader, session: self.session, rpc };
         let (endpoint, to, timeout) = (self.endpoint.clone(), self.to, self.timeout);
-        self.inflight.push_back(Box::pin(async move {
-            let answer = match endpoint.call_ordered(to, request, timeout).await {
-                Ok(Ok(result)) => Ok(result),
-                Ok(Err(message)) => Err(remote_error(message)),
-                Err(e) => Err(RPCError::Unreachable(unreachable(format!("{to}: {e}")))),
-            };
-            (last, answer)
-        }));
+        self.push(last, async move { endpoint.call_ordered(to, request, timeout).await });
     }
 
     /// A stream of one request (openraft's heartbeats are) goes as one plain call: nothing can
     /// overtake it, and the follower need not open a session for it.
     fn send_alone(&mut self, rpc: AppendEntriesRequest<TypeConfig>) {
-        self.sent += 1;
         let prev = rpc.prev_log_id.clone();
         let last = rpc.entries.last().map(|entry| entry.log_id.clone()).or(prev.clone());
-        let (endpoint, to, timeout) = (self.endpoint.clone(), self.to, self.timeout);
+        let (endpoint, to, timeout, expected) = (self.endpoint.clone(), self.to, self.timeout, last.clone());
+        self.push(last, async move {
+            let reply = endpoint.call(to, AppendRpc(rpc), timeout).await;
+            reply.map(|answer| answer.map(|response| response.into_stream_result(prev, expected)))
+        });
+    }
+
+    /// Puts a request in flight: `call` is its exchange, `last` the log id a full success acks.
+    fn push<F>(&mut self, last: Option<LogId>, call: F)
+    where
+        F: Future<Output = std::io::Result<Result<StreamAppendResult<TypeConfig>, RaftRpcError>>> + Send + 'static,
+    {
+        self.sent += 1;
+        let to = self.to;
         self.inflight.push_back(Box::pin(async move {
-            let answer = match endpoint.call(to, AppendRpc(rpc), timeout).await {
-                Ok(Ok(response)) => Ok(response.into_stream_result(prev, last.clone())),
+            let answer = match call.await {
+                Ok(Ok(result)) => Ok(result),
                 Ok(Err(message)) => Err(remote_error(message)),
                 Err(e) => Err(RPCError::Unreachable(unreachable(format!("{to}: {e}")))),
             };
