@@ -56,6 +56,9 @@ struct CalibrateArgs {
     /// replace the built-in ones; they take effect in the next build).
     #[arg(long)]
     write_profiles: Option<PathBuf>,
+    /// Calibrate only this service (both when not given); the other's profile is left as it is.
+    #[arg(long, value_enum)]
+    service: Option<SystemArg>,
 }
 
 #[derive(Args, Debug)]
@@ -733,8 +736,13 @@ fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, InputError> {
             "zookeeper-3.8-loopback",
         ),
     ];
+    let wanted = |system: System| match args.service {
+        None => true,
+        Some(SystemArg::Etcd) => system == System::Etcd,
+        Some(SystemArg::Zookeeper) => system == System::Zookeeper,
+    };
     let mut tables = Vec::new();
-    for (system, queue_name, herd_name, profile) in services {
+    for (system, queue_name, herd_name, profile) in services.into_iter().filter(|s| wanted(s.0)) {
         let queue = load::resolve(queue_name)?.scenario;
         let herd = load::resolve(herd_name)?.scenario;
         let queue_real = match real_runs(args, &queue, system, &exe)? {

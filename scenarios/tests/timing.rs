@@ -10,10 +10,15 @@ use coordsim_checker::metrics::Metrics;
 
 /// The real runs the profiles were calibrated against (`coordsim real calibrate --runs 2` on
 /// 2026-12-06 on the build machines of that day; docs/time.md): median handoff in µs and drain
-/// in µs. etcd: the middle of the four real runs of two calibrations; ZooKeeper: the two real
-/// runs of the calibration that fitted its write path (handoffs 4.40-4.44 ms, drains 5.68-5.78 s).
-const REAL_ETCD: (u64, u64) = (3_300, 5_610_000);
+/// in µs, the middle of each calibration's two real runs (etcd: handoffs 2.76-2.89 ms, drains
+/// 5.68-5.71 s; ZooKeeper: 4.40-4.44 ms, 5.68-5.78 s).
+const REAL_ETCD: (u64, u64) = (2_830, 5_695_000);
 const REAL_ZOOKEEPER: (u64, u64) = (4_420, 5_730_000);
+
+/// Puts acknowledged per second by the eight writers of `calibrate::write_load` on the same
+/// real clusters (etcd 1,767-1,790/s, ZooKeeper 1,493-1,605/s).
+const REAL_PUTS_PER_S: [(&str, bool, u64); 2] =
+    [("etcd-3.4-loopback", false, 1_778), ("zookeeper-3.8-loopback", true, 1_549)];
 
 fn metrics_with_profile(name: &str, profile: &str, seed: u64) -> Metrics {
     let text = format!("{}\n[timing]\nprofile = \"{profile}\"\n", library::get(name).unwrap());
@@ -43,6 +48,23 @@ fn calibrated_profiles_give_the_real_handoff_and_drain_in_the_real_order() {
         assert!(within(simulated.1, real.1, 1.5), "{what} drain {} µs against {} real", simulated.1, real.1);
     }
     assert!(etcd.0 < zookeeper.0, "etcd hands over faster, as on the real clusters: {etcd:?} {zookeeper:?}");
+}
+
+#[test]
+fn calibrated_profiles_give_the_real_write_throughput() {
+    for (profile, zookeeper, real) in REAL_PUTS_PER_S {
+        // 3 s of the calibration's 10 s: the rate settles within the first second, and a debug
+        // build's checkers take minutes over 10 s of puts.
+        let mut scenario = coordsim::calibrate::write_load(zookeeper);
+        scenario.duration = coordsim_sim::scenario::Dur(std::time::Duration::from_secs(3));
+        let metrics = match sweep::run_seed(&scenario, &scenario.name, 1) {
+            SeedResult::Done { summary, .. } => summary.metrics.expect("every run measures its metrics"),
+            other => panic!("{profile} writers: {other:?}"),
+        };
+        assert_eq!(metrics.time_model.as_deref(), Some(profile), "the write load runs on its service's profile");
+        let per_s = coordsim::calibrate::Figures::of(&metrics).puts_per_s.expect("the writers put");
+        assert!(within(per_s, real, 1.5), "{profile}: {per_s} puts/s against {real} real");
+    }
 }
 
 #[test]
