@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use coordsim_checker::history::{Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA};
 use coordsim_sim::kv_workload::KvRole;
+use coordsim_sim::nemesis::compose::{self, Composition};
 use coordsim_sim::nemesis::links::{self, Link};
 use coordsim_sim::nemesis::plan::{self, Fault, Partition, PlannedFault, Target};
 use coordsim_sim::scenario::{KeepAliveMode, KvApi, KvSpec, LockSpec, Recipe, Scenario};
@@ -448,7 +449,7 @@ async fn drive<C: Cluster>(
                 // follower lanes from the start, as the simulator's does.
                 None => {
                     for server in (1..=scenario.cluster.servers).map(|i| format!("s{i}")) {
-                        if server != leader && count(&timeline.crashed, &server) == 0 {
+                        if server != leader && !timeline.composed.is_crashed(&server) {
                             journal.record(&server, Event::Role { role: RaftRole::Follower, term });
                         }
                     }
@@ -655,12 +656,9 @@ struct Timeline<'a> {
     active: Vec<(usize, Vec<String>)>,
     /// The links each active partition cuts, by plan index.
     cuts: std::collections::BTreeMap<usize, BTreeSet<Link>>,
-    /// Active pauses and crashes per node.
-    paused: std::collections::BTreeMap<String, u32>,
-    crashed: std::collections::BTreeMap<String, u32>,
-    /// Active packet loss, latency and link delays, by plan index.
-    losses: std::collections::BTreeMap<usize, f64>,
-    latencies: std::collections::BTreeMap<usize, Delay>,
+    /// Pauses, crashes, cuts, loss and latency in force, composed as in the simulator.
+    composed: Composition<String>,
+    /// Active link delays, by plan index.
     link_delays: std::collections::BTreeMap<usize, (String, String, Duration)>,
     /// The cuts and loss the namespaces' rules hold now (none written yet: `None`).
     applied_rules: Option<(BTreeSet<Link>, f64)>,
@@ -682,10 +680,7 @@ impl<'a> Timeline<'a> {
             pending,
             active: Vec::new(),
             cuts: Default::default(),
-            paused: Default::default(),
-            crashed: Default::default(),
-            losses: Default::default(),
-            latencies: Default::default(),
+            composed: Composition::default(),
             link_delays: Default::default(),
             applied_rules: None,
         }
@@ -694,19 +689,19 @@ impl<'a> Timeline<'a> {
     /// Starts fault `index` if it is packet loss, latency or a link delay: its kind, targets and
     /// detail, as the simulator's nemesis records them (sim/src/nemesis/mod.rs).
     fn start_network_fault(&mut self, index: usize) -> Option<(FaultKind, Vec<String>, String)> {
-        match &self.faults[index].fault {
+        let planned = &self.faults[index];
+        match &planned.fault {
             Fault::PacketLoss { rate } => {
-                self.losses.insert(index, *rate);
-                Some((FaultKind::PacketLoss, Vec::new(), format!("loss {rate}")))
+                self.composed.add_loss(planned.id, *rate);
+                Some((FaultKind::PacketLoss, Vec::new(), compose::loss_detail(*rate)))
             }
             Fault::Latency { min, max } => {
-                self.latencies.insert(index, Delay { min: *min, max: *max });
-                let detail = format!("latency {}..{} ms", min.as_millis(), max.as_millis());
-                Some((FaultKind::Latency, Vec::new(), detail))
+                self.composed.add_latency(planned.id, *min..*max);
+                Some((FaultKind::Latency, Vec::new(), compose::latency_detail(*min, *max)))
             }
             Fault::LinkDelay { from, to, delay } => {
                 self.link_delays.insert(index, (from.clone(), to.clone(), *delay));
-                let detail = format!("{from} -> {to} delayed {} ms", delay.as_millis());
+                let detail = compose::link_delay_detail(from, to, *delay);
                 Some((FaultKind::LinkDelay, vec![from.clone(), to.clone()], detail))
             }
             _ => None,
@@ -715,9 +710,10 @@ impl<'a> Timeline<'a> {
 
     /// Ends fault `index` if it is packet loss, latency or a link delay: its kind.
     fn end_network_fault(&mut self, index: usize) -> Option<FaultKind> {
-        if self.losses.remove(&index).is_some() {
+        let id = self.faults[index].id;
+        if self.composed.remove_loss(id).is_some() {
             Some(FaultKind::PacketLoss)
-        } else if self.latencies.remove(&index).is_some() {
+        } else if self.composed.remove_latency(id).is_some() {
             Some(FaultKind::Latency)
         } else if self.link_delays.remove(&index).is_some() {
             Some(FaultKind::LinkDelay)
@@ -728,13 +724,13 @@ impl<'a> Timeline<'a> {
 
     /// The loss rate now: the highest active one, as in the simulator.
     fn loss(&self) -> f64 {
-        self.losses.values().copied().fold(0.0, f64::max)
+        self.composed.loss()
     }
 
     /// The latency now: the latest-starting active fault's range, as in the simulator (plan order
     /// is start order).
     fn latency(&self) -> Option<Delay> {
-        self.latencies.values().last().copied()
+        self.composed.latency().map(|range| Delay { min: range.start, max: range.end })
     }
 
     fn next_due(&mut self, now: u64) -> Option<(u64, Action)> {
@@ -765,7 +761,7 @@ fn is_network_fault(fault: &Fault) -> bool {
 /// 100 ms apart would otherwise start them 130 ms apart.
 fn push_network(timeline: &mut Timeline<'_>, hosts: &Hosts, links: &mut Option<LinkControl>) -> Result<(), String> {
     let net = hosts.net.as_ref().expect("a plan with network faults runs in namespaces");
-    let rules = (timeline.cuts.values().flatten().cloned().collect(), timeline.loss());
+    let rules = (timeline.composed.cut_links().cloned().collect(), timeline.loss());
     if timeline.applied_rules.as_ref() != Some(&rules) {
         net.apply(&rules.0, rules.1)?;
         timeline.applied_rules = Some(rules);
@@ -775,32 +771,6 @@ fn push_network(timeline: &mut Timeline<'_>, hosts: &Hosts, links: &mut Option<L
         control.set(&crate::links::delays(&control.nodes(), timeline.latency(), &link_delays))?;
     }
     Ok(())
-}
-
-/// Counts one more fault on `node`; true if it is the first.
-fn bump(counts: &mut std::collections::BTreeMap<String, u32>, node: &str) -> bool {
-    let n = counts.entry(node.to_string()).or_default();
-    *n += 1;
-    *n == 1
-}
-
-/// Counts one fault fewer on `node`; true if it was the last.
-fn unbump(counts: &mut std::collections::BTreeMap<String, u32>, node: &str) -> bool {
-    match counts.get_mut(node) {
-        Some(n) if *n > 1 => {
-            *n -= 1;
-            false
-        }
-        Some(_) => {
-            counts.remove(node);
-            true
-        }
-        None => false,
-    }
-}
-
-fn count(counts: &std::collections::BTreeMap<String, u32>, node: &str) -> u32 {
-    counts.get(node).copied().unwrap_or(0)
 }
 
 fn action_index(action: Action) -> usize {
@@ -837,6 +807,7 @@ fn apply<C: Cluster>(
             }
             if let Fault::Partition { shape } = &planned.fault {
                 let (cut, targets, detail) = partition(shape, cluster, clients, leader, planned.id);
+                timeline.composed.cut(cut.iter().cloned());
                 timeline.cuts.insert(index, cut);
                 push_network(timeline, hosts, links)?;
                 let event = Event::Fault {
@@ -863,14 +834,14 @@ fn apply<C: Cluster>(
             // pauses ends, and restarts when the last of its crashes ends.
             match kind {
                 FaultKind::Pause => {
-                    if bump(&mut timeline.paused, &node)
-                        && count(&timeline.crashed, &node) == 0
+                    if timeline.composed.pause(&node)
+                        && !timeline.composed.is_crashed(&node)
                         && let Some(pid) = pid
                     {
                         procs::signal(pid, libc::SIGSTOP);
                     }
                 }
-                _ if bump(&mut timeline.crashed, &node) => {
+                _ if timeline.composed.crash(&node) => {
                     if cluster.servers().contains(&node) {
                         cluster.crash(&node);
                     } else {
@@ -899,7 +870,8 @@ fn apply<C: Cluster>(
                 journal.record(NEMESIS, event);
                 return Ok(());
             }
-            if timeline.cuts.remove(&index).is_some() {
+            if let Some(cut) = timeline.cuts.remove(&index) {
+                timeline.composed.heal(cut);
                 push_network(timeline, hosts, links)?;
                 let event = Event::Fault {
                     fault: planned.id,
@@ -918,14 +890,14 @@ fn apply<C: Cluster>(
             for node in &targets {
                 match kind {
                     FaultKind::Pause => {
-                        if unbump(&mut timeline.paused, node)
-                            && count(&timeline.crashed, node) == 0
+                        if timeline.composed.resume(node)
+                            && !timeline.composed.is_crashed(node)
                             && let Some(pid) = procs.pid(node)
                         {
                             procs::signal(pid, libc::SIGCONT);
                         }
                     }
-                    _ if unbump(&mut timeline.crashed, node) => {
+                    _ if timeline.composed.restart(node) => {
                         if cluster.servers().contains(node) {
                             cluster.restart(node)?;
                         } else if let Some(client) = clients.iter_mut().find(|c| &c.name == node) {
@@ -934,7 +906,7 @@ fn apply<C: Cluster>(
                             spawn_client(procs, hosts, dirs, exe, base, client, 0)?;
                         }
                         // Still paused by another fault: it comes back paused.
-                        if count(&timeline.paused, node) > 0
+                        if timeline.composed.is_paused(node)
                             && let Some(pid) = procs.pid(node)
                         {
                             procs::signal(pid, libc::SIGSTOP);

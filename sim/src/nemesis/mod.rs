@@ -1,16 +1,16 @@
 //! The nemesis: injects the run's fault plan at its true times and records each fault's start
 //! and end with the nodes it hit. Faults are paired verbs — pause/resume, kill/restart,
-//! partition/heal — and overlapping faults compose: a node paused twice runs again only when
-//! both pauses have ended, a link cut by two partitions heals with the last one.
+//! partition/heal — and overlapping faults compose (`compose`, shared with the real runner): a
+//! node paused twice runs again only when both pauses have ended, a link cut by two partitions
+//! heals with the last one.
 //!
 //! Clock faults change nothing here: a node's whole clock schedule is fixed before the run
 //! (`plan::clock_schedule`); the nemesis only records when they happen.
 
-pub use coordsim_core::nemesis::{links, plan};
+pub use coordsim_core::nemesis::{compose, links, plan};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,7 @@ use crate::net;
 use crate::recorder::Recorder;
 use crate::rpc::ClientReply;
 use crate::scenario::ReplyKind;
+use compose::Composition;
 use plan::{Fault, Partition, PlannedFault, Target};
 
 /// The name under which the nemesis records its events.
@@ -82,11 +83,8 @@ impl Topology {
 /// Fault bookkeeping that makes overlapping faults compose.
 #[derive(Default)]
 struct State {
-    paused: BTreeMap<NodeId, u32>,
-    crashed: BTreeMap<NodeId, u32>,
-    clogged: BTreeMap<(NodeId, NodeId), u32>,
-    loss: Vec<(u64, f64)>,
-    latency: Vec<(u64, Range<Duration>)>,
+    /// Pauses, crashes, cuts, loss and latency in force, composed as on a real cluster.
+    faults: Composition<NodeId>,
     /// Client → the reply kinds its active drop-replies faults drop. Shared with the RPC hooks.
     dropped_replies: Arc<Mutex<BTreeMap<NodeId, Vec<(u64, ReplyKind)>>>>,
     hooked: Vec<NodeId>,
@@ -203,14 +201,14 @@ impl Nemesis {
         match &planned.fault {
             Fault::Pause { target } => {
                 let member = self.resolve(target);
-                if bump(&mut self.state().paused, member.id) {
+                if self.state().faults.pause(&member.id) {
                     handle.pause(member.id);
                 }
                 Applied { targets: vec![member.name], detail: String::new(), undo: Undo::Resume(member.id) }
             }
             Fault::Crash { target } => {
                 let member = self.resolve(target);
-                if bump(&mut self.state().crashed, member.id) {
+                if self.state().faults.crash(&member.id) {
                     if let Some(durable) = &member.durable {
                         durable.crash();
                     }
@@ -233,16 +231,13 @@ impl Nemesis {
                 undo: Undo::Nothing,
             },
             Fault::PacketLoss { rate } => {
-                let mut state = self.state();
-                state.loss.push((planned.id, *rate));
-                set_loss(&state.loss);
-                Applied { targets: Vec::new(), detail: format!("loss {rate}"), undo: Undo::Loss(planned.id) }
+                net::set_loss_rate(self.state().faults.add_loss(planned.id, *rate));
+                Applied { targets: Vec::new(), detail: compose::loss_detail(*rate), undo: Undo::Loss(planned.id) }
             }
             Fault::Latency { min, max } => {
-                let mut state = self.state();
-                state.latency.push((planned.id, *min..*max));
-                set_latency(&state.latency);
-                let detail = format!("latency {}..{} ms", min.as_millis(), max.as_millis());
+                // The latest latency fault holds; none: the run's own link latency.
+                net::set_latency_override(self.state().faults.add_latency(planned.id, *min..*max));
+                let detail = compose::latency_detail(*min, *max);
                 Applied { targets: Vec::new(), detail, undo: Undo::Latency(planned.id) }
             }
             Fault::DropReplies { target, replies } => {
@@ -277,7 +272,7 @@ impl Nemesis {
                 net::add_delay(from_id, to_ip, *delay);
                 Applied {
                     targets: vec![from.clone(), to.clone()],
-                    detail: format!("{from} -> {to} delayed {} ms", delay.as_millis()),
+                    detail: compose::link_delay_detail(from, to, *delay),
                     undo: Undo::Delay(from_id, to_ip, *delay),
                 }
             }
@@ -330,11 +325,8 @@ impl Nemesis {
         };
         let ids: Vec<(NodeId, NodeId)> =
             cut.iter().map(|(a, b)| (self.topology.member(a).id, self.topology.member(b).id)).collect();
-        let mut state = self.state();
-        for link in &ids {
-            if bump(&mut state.clogged, *link) {
-                net::clog_link(link.0, link.1);
-            }
+        for (from, to) in self.state().faults.cut(ids.iter().copied()) {
+            net::clog_link(from, to);
         }
         Applied { targets, detail, undo: Undo::Heal(ids) }
     }
@@ -366,30 +358,26 @@ impl Nemesis {
         match undo {
             Undo::Nothing => {}
             Undo::Resume(node) => {
-                if release(&mut state.paused, node) {
+                if state.faults.resume(&node) {
                     handle.resume(node);
                 }
             }
             Undo::Restart(node) => {
-                if release(&mut state.crashed, node) {
+                if state.faults.restart(&node) {
                     handle.restart(node);
                 }
             }
             Undo::Heal(links) => {
-                for link in links {
-                    if release(&mut state.clogged, link) {
-                        net::unclog_link(link.0, link.1);
-                    }
+                for (from, to) in state.faults.heal(links) {
+                    net::unclog_link(from, to);
                 }
             }
             Undo::Loss(id) => {
-                state.loss.retain(|(fault, _)| *fault != id);
-                set_loss(&state.loss);
+                net::set_loss_rate(state.faults.remove_loss(id).expect("a loss fault ends once, after it started"))
             }
-            Undo::Latency(id) => {
-                state.latency.retain(|(fault, _)| *fault != id);
-                set_latency(&state.latency);
-            }
+            Undo::Latency(id) => net::set_latency_override(
+                state.faults.remove_latency(id).expect("a latency fault ends once, after it started"),
+            ),
             Undo::Slowdown(node, id) => crate::timing::end_slowdown(node, id),
             Undo::Replies(nodes, id) => {
                 let mut table = state.dropped_replies.lock().expect("reply table lock poisoned");
@@ -402,35 +390,6 @@ impl Nemesis {
             Undo::Delay(from, to, delay) => net::remove_delay(from, to, delay),
         }
     }
-}
-
-/// Counts one more fault on `key`; true if it is the first (the fault must be applied).
-fn bump<K: Ord>(counts: &mut BTreeMap<K, u32>, key: K) -> bool {
-    let count = counts.entry(key).or_insert(0);
-    *count += 1;
-    *count == 1
-}
-
-/// Counts one fault less on `key`; true if it was the last (the fault must be undone).
-fn release<K: Ord>(counts: &mut BTreeMap<K, u32>, key: K) -> bool {
-    let count = counts.get_mut(&key).expect("a fault is released once, after it was applied");
-    *count -= 1;
-    if *count == 0 {
-        counts.remove(&key);
-        true
-    } else {
-        false
-    }
-}
-
-fn set_loss(active: &[(u64, f64)]) {
-    let rate = active.iter().map(|(_, rate)| *rate).fold(0.0, f64::max);
-    net::set_loss_rate(rate);
-}
-
-fn set_latency(active: &[(u64, Range<Duration>)]) {
-    // The latest latency fault wins; none: the run's own link latency.
-    net::set_latency_override(active.last().map(|(_, range)| range.clone()));
 }
 
 fn drops(kind: ReplyKind, reply: &ClientReply) -> bool {
