@@ -8,6 +8,7 @@ pub mod client;
 pub mod clock;
 pub mod harness;
 pub mod kv_workload;
+pub mod lock_loop;
 pub mod nemesis;
 pub mod net;
 pub mod node;

@@ -1,6 +1,7 @@
-//! The client workload: a loop of acquire, write to the protected resource with the fencing
-//! token, release. It records what the client *believes* (that it holds the lock) as well as
-//! what it does, because the gap between the two is what the checkers judge.
+//! The client workload on the simulator: the lock loop (`crate::lock_loop`, shared with the real
+//! runner) driven through the simulated client's recipes, and Redlock's own loop. It records
+//! what the client *believes* (that it holds the lock) as well as what it does, because the gap
+//! between the two is what the checkers judge.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use crate::client::{
     unlock_cas, unlock_zk,
 };
 use crate::clock::{Clock, ClockKind};
+use crate::lock_loop::{self, LockLoop, LockWorld};
 use crate::recipe::zk_lock::ZkLockConfig;
 use crate::recorder::Recorder;
 use crate::rpc::{LeaderKey, ResourceReply, ResourceWrite};
@@ -23,8 +25,6 @@ use crate::scenario::{Bugs, EntryLifetime, KeepAliveMode, Recipe};
 
 /// How long a write to the resource may take before its outcome counts as unknown.
 const RESOURCE_TIMEOUT: Duration = Duration::from_millis(500);
-/// Pause before opening a new session after the last one could not be opened or ended.
-const SESSION_RETRY: Duration = Duration::from_millis(200);
 
 /// One client's part of the scenario.
 #[derive(Clone, Debug)]
@@ -62,16 +62,6 @@ pub struct ClientPlan {
     pub connection_policy: Option<crate::scenario::ConnectionStateErrorPolicy>,
 }
 
-/// How a hold ended.
-enum HoldEnd {
-    /// Done writing: release the lock.
-    Release,
-    /// The session ended while holding: the lock is already lost.
-    SessionEnded,
-    /// The resource refused our token: someone newer holds the lock.
-    Rejected,
-}
-
 pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
     madsim::time::sleep_until(plan.start).await;
     if plan.recipe == Recipe::Redlock {
@@ -79,53 +69,72 @@ pub async fn run_client(plan: ClientPlan, clock: Clock, recorder: Recorder) {
     }
     let client =
         Client::connect(plan.addr, plan.servers.clone(), clock.clone()).await.expect("a client binds its own address");
-    let mut written = 0u64;
-    loop {
-        let Some((session, zk)) = open_session(&plan, &client, &recorder).await else {
-            clock.sleep(SESSION_RETRY).await;
-            continue;
-        };
-        while session.ended().is_none() {
-            let acquired = acquire(&plan, &client, zk.as_ref(), &session, &recorder).await;
-            let Ok((key, token)) = acquired else {
-                break;
-            };
-            belief(&recorder, &plan, token, Phase::Start, None);
-            session.hold_started();
-            // Nested acquisitions (a recursive caller): free with a reentrant lock; otherwise
-            // the recipe is asked again, and its release is a real release.
-            if !plan.reentrant {
-                for _ in 0..plan.nested {
-                    if let Ok((inner, inner_token)) = acquire(&plan, &client, zk.as_ref(), &session, &recorder).await {
-                        release(&plan, &client, zk.as_ref(), &recorder, &session, (&inner, inner_token)).await;
-                    }
-                }
-            }
-            let end = hold(&plan, &client, &session, &recorder, token, &mut written).await;
-            match end {
-                HoldEnd::Release => {
-                    belief(&recorder, &plan, token, Phase::End, Some("unlocked"));
-                    release(&plan, &client, zk.as_ref(), &recorder, &session, (&key, token)).await;
-                }
-                HoldEnd::Rejected => {
-                    belief(&recorder, &plan, token, Phase::End, Some("write rejected: a newer holder exists"));
-                    release(&plan, &client, zk.as_ref(), &recorder, &session, (&key, token)).await;
-                }
-                HoldEnd::SessionEnded => {
-                    let reason = session.hold_lost();
-                    belief(&recorder, &plan, token, Phase::End, reason.as_deref());
-                    // Curator's standard policy at SUSPENDED: the session lives on, so the
-                    // client deletes its node (once reconnected) before it queues again.
-                    if session.ended().is_none() {
-                        release(&plan, &client, zk.as_ref(), &recorder, &session, (&key, token)).await;
-                    }
-                }
-            }
-            session.hold_ended();
-            clock.sleep(plan.think).await;
-        }
-        drop(session);
-        clock.sleep(SESSION_RETRY).await;
+    let workload = LockLoop {
+        name: plan.name.clone(),
+        hold: plan.hold,
+        writes_per_hold: plan.writes_per_hold,
+        think: plan.think,
+        nested: plan.nested,
+        reentrant: plan.reentrant,
+    };
+    let mut world = SimLockClient { plan: &plan, client, recorder: &recorder, clock };
+    lock_loop::run(&mut world, &workload).await
+}
+
+/// A simulated client's lock workload: its session, recipe and resource on the simulator.
+struct SimLockClient<'a> {
+    plan: &'a ClientPlan,
+    client: Client,
+    recorder: &'a Recorder,
+    clock: Clock,
+}
+
+impl LockWorld for SimLockClient<'_> {
+    /// The session, and for the ZooKeeper recipes the ZooKeeper client it lives on.
+    type Session = (Session, Option<ZkClient>);
+
+    async fn open_session(&mut self) -> Option<Self::Session> {
+        open_session(self.plan, &self.client, self.recorder).await
+    }
+
+    fn session_ended(&self, (session, _): &Self::Session) -> bool {
+        session.ended().is_some()
+    }
+
+    async fn acquire(&mut self, (session, zk): &Self::Session) -> Option<(String, i64)> {
+        acquire(self.plan, &self.client, zk.as_ref(), session, self.recorder).await.ok()
+    }
+
+    async fn release(&mut self, (session, zk): &Self::Session, key: &str, token: i64) {
+        release(self.plan, &self.client, zk.as_ref(), self.recorder, session, (key, token)).await
+    }
+
+    fn hold_lost(&self, (session, _): &Self::Session) -> Option<String> {
+        session.hold_lost()
+    }
+
+    async fn work(&mut self, (session, _): &Self::Session, duration: Duration) -> bool {
+        work_or_session_end(&self.client, session, duration).await
+    }
+
+    async fn write(&mut self, token: i64, value: String) -> Option<bool> {
+        write(self.plan, self.client.endpoint(), self.recorder, token, value).await
+    }
+
+    fn belief(&mut self, token: i64, phase: Phase, reason: Option<String>) {
+        belief(self.recorder, self.plan, token, phase, reason.as_deref());
+    }
+
+    async fn sleep(&mut self, duration: Duration) {
+        self.clock.sleep(duration).await;
+    }
+
+    fn hold_started(&mut self, (session, _): &Self::Session) {
+        session.hold_started();
+    }
+
+    fn hold_ended(&mut self, (session, _): &Self::Session) {
+        session.hold_ended();
     }
 }
 
@@ -262,34 +271,6 @@ async fn release(
             unlock_zk(zk, session, recorder, &plan.name, &plan.lock_name, key).await
         }
     }
-}
-
-/// Writes to the resource `writes_per_hold` times, spread evenly over `hold`.
-async fn hold(
-    plan: &ClientPlan,
-    client: &Client,
-    session: &Session,
-    recorder: &Recorder,
-    token: i64,
-    written: &mut u64,
-) -> HoldEnd {
-    let gap = plan.hold / plan.writes_per_hold;
-    for i in 0..plan.writes_per_hold {
-        if i > 0 && !work_or_session_end(client, session, gap).await {
-            return HoldEnd::SessionEnded;
-        }
-        // The client acts on its belief: it checks its session, as an application would, but
-        // cannot know of an expiry the keepalive loop has not yet seen.
-        if session.hold_lost().is_some() {
-            return HoldEnd::SessionEnded;
-        }
-        *written += 1;
-        let value = format!("{}-{}", plan.name, written);
-        if write(plan, client.endpoint(), recorder, token, value).await == Some(false) {
-            return HoldEnd::Rejected;
-        }
-    }
-    if work_or_session_end(client, session, gap).await { HoldEnd::Release } else { HoldEnd::SessionEnded }
 }
 
 /// Works (sleeps) for `duration` while watching the session, as an application that selects on
