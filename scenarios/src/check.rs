@@ -62,6 +62,8 @@ pub struct Request {
     pub initial: Option<String>,
     pub timeout: Duration,
     pub memory_limit_bytes: usize,
+    /// The largest input file read (`--max-input`; [`crate::input::DEFAULT_LIMIT`]).
+    pub max_input_bytes: u64,
 }
 
 /// One file's outcome.
@@ -179,15 +181,11 @@ fn walk(folder: &Path, files: &mut Vec<PathBuf>) -> Result<(), InputError> {
 }
 
 pub(crate) fn check_file(path: &Path, request: &Request, options: &CheckOptions) -> Outcome {
-    let text = match std::fs::read(path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(error) => {
-                let at = error.utf8_error().valid_up_to();
-                let line = error.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-                return Outcome::bad_input(path, format!("line {line}: not UTF-8 text (byte {at})"));
-            }
-        },
+    let text = match crate::input::read_text(path, request.max_input_bytes) {
+        Ok(text) => text,
+        Err(error @ crate::input::InputFileError::TooLarge { .. }) => {
+            return Outcome::bad_input(path, format!("{error} (--max-input raises it)"));
+        }
         Err(error) => return Outcome::bad_input(path, error.to_string()),
     };
     check_text(path, &text, request, options)

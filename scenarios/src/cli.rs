@@ -157,6 +157,11 @@ enum Command {
         /// tables, counted before they grow); past it the verdict is unknown.
         #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
         memory_limit: usize,
+        /// The largest input file read, e.g. 4GiB: a larger one is refused before it is read (as
+        /// are FIFOs and devices, which may never end). A valid history peaks at about 5x its
+        /// size in memory while it is checked.
+        #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
+        max_input: usize,
     },
     /// How long things took in recorded runs, side by side (one column per history, simulated
     /// or real): request latency by kind, throughput, lock handoff and drain, recovery after a
@@ -353,14 +358,17 @@ pub fn main(cli: Cli) -> ExitCode {
                 crate::compare::run(&crate::compare::Request { scenario, recipes, seeds, profile, jobs })
             }
         }
-        Command::Check { histories, format, model, initial, timeout, memory_limit } => check::run(&check::Request {
-            paths: histories,
-            format,
-            model,
-            initial,
-            timeout,
-            memory_limit_bytes: memory_limit,
-        }),
+        Command::Check { histories, format, model, initial, timeout, memory_limit, max_input } => {
+            check::run(&check::Request {
+                paths: histories,
+                format,
+                model,
+                initial,
+                timeout,
+                memory_limit_bytes: memory_limit,
+                max_input_bytes: max_input as u64,
+            })
+        }
         Command::Bench { scenario, histories, write_grid, .. } if scenario == "check" => {
             let request = check::Request {
                 paths: Vec::new(),
@@ -369,6 +377,7 @@ pub fn main(cli: Cli) -> ExitCode {
                 initial: None,
                 timeout: std::time::Duration::from_secs(60),
                 memory_limit_bytes: 4 << 30,
+                max_input_bytes: crate::input::DEFAULT_LIMIT,
             };
             crate::bench_check::run(&histories, write_grid.as_deref(), &request)
         }

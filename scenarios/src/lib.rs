@@ -13,6 +13,7 @@ pub mod compare;
 pub mod etcd;
 pub mod explain;
 pub mod fuzz;
+pub mod input;
 pub mod library;
 pub mod load;
 pub mod metrics_cmd;

@@ -37,15 +37,15 @@ pub enum InputError {
 pub fn resolve(arg: &str) -> Result<Loaded, InputError> {
     if arg.ends_with(".toml") || arg.contains('/') {
         let path = Path::new(arg);
-        let bytes = std::fs::read(path).map_err(|error| InputError::Io { path: arg.to_string(), error })?;
-        let text = String::from_utf8(bytes).map_err(|error| {
-            let at = error.utf8_error().valid_up_to();
-            let line = error.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-            InputError::Scenario {
+        // A scenario is a few KB: 64 MiB is far past any, and bounds what a wrong path costs.
+        let text = crate::input::read_text(path, 64 << 20).map_err(|error| match error {
+            crate::input::InputFileError::Io(error) => InputError::Io { path: arg.to_string(), error },
+            crate::input::InputFileError::NotUtf8 { line, at } => InputError::Scenario {
                 file: arg.to_string(),
                 line,
-                message: format!("not UTF-8 text: byte {at} of the file (0x{:02x})", error.as_bytes()[at]),
-            }
+                message: format!("not UTF-8 text: byte {at} of the file"),
+            },
+            other => InputError::Usage(format!("{arg}: {other}")),
         })?;
         let scenario = parse(arg, &text)?;
         return Ok(Loaded { scenario, arg: arg.to_string(), source: arg.to_string() });

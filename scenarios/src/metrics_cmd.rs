@@ -31,7 +31,8 @@ pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, InputError> {
     }
     for path in files {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|error| InputError::Io { path: name.clone(), error })?;
+        let text = crate::input::read_text(&path, crate::input::DEFAULT_LIMIT)
+            .map_err(|error| InputError::Usage(format!("{name}: {error}")))?;
         let history = History::from_json(&text).map_err(|error| InputError::Usage(format!("{name}: {error}")))?;
         columns.push((name, label(&history), metrics::of(&history)));
     }

@@ -287,7 +287,10 @@ pub fn report(paths: &[PathBuf]) -> Result<ExitCode, InputError> {
 }
 
 fn read(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path).map_err(|e| io_error(e, path))
+    crate::input::read_text(path, crate::input::DEFAULT_LIMIT).map_err(|e| match e {
+        crate::input::InputFileError::Io(e) => io_error(e, path),
+        other => InputError::Usage(format!("{}: {other}", path.display())),
+    })
 }
 
 /// Renders a run's report.html from its history.json and, if present, its summary.json (the

@@ -431,3 +431,34 @@ fn a_users_files_in_the_output_folder_survive_every_command() {
         assert_eq!(std::fs::read_to_string(dir.join(file)).unwrap(), "mine");
     }
 }
+
+/// issue 38: an endless or blocking input is refused at once, and a file over `--max-input`
+/// before it is read; a history with an early error is refused at its line.
+#[test]
+fn endless_blocking_and_oversized_inputs_are_refused_before_they_are_read() {
+    assert_bad_input(&coordsim(&["check", "/dev/zero"]), &["/dev/zero", "not a regular file (a device)"]);
+    let dir = scratch("inputs");
+    let fifo = dir.join("history.json");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // A FIFO with no writer: opening it would block for ever.
+    assert_bad_input(&coordsim(&["check", fifo.to_str().unwrap()]), &["not a regular file (a FIFO)"]);
+    assert_bad_input(&coordsim(&["run", fifo.to_str().unwrap()]), &["not a regular file (a FIFO)"]);
+    std::fs::remove_file(&fifo).unwrap();
+    let big = dir.join("big.json");
+    let entry = r#"{"time_ns": 1, "node": "c1", "type": "invoke", "op": 1, "call": {"f": "get", "key": "k"}}"#;
+    let mut history = String::from(
+        r#"{"schema": "coordsim-history/1", "scenario": "x", "seed": 1, "duration_ns": 10, "nodes": [], "entries": ["#,
+    );
+    history.push_str(entry);
+    history.push_str(",\n{\"time_ns\": 2, \"node\": \"c1\", \"type\": \"bogus\"}");
+    for _ in 0..20_000 {
+        history.push_str(",\n");
+        history.push_str(entry);
+    }
+    history.push_str("]}\n");
+    std::fs::write(&big, &history).unwrap();
+    let path = big.to_str().unwrap();
+    assert_bad_input(&coordsim(&["check", path, "--max-input", "1MiB"]), &["over the limit", "--max-input raises it"]);
+    assert_bad_input(&coordsim(&["check", path]), &["line 2", "unknown variant `bogus`"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
