@@ -209,17 +209,28 @@ pub fn table(result: &DetectionSweep) -> Vec<String> {
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<ExitCode, InputError> {
     let mut texts = Vec::new();
     for path in inputs {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
+        let text = crate::input::read_text(path, crate::input::DEFAULT_LIMIT)
+            .map_err(|error| InputError::Usage(format!("{}: {error}", path.display())))?;
         texts.push((path, text));
     }
-    let schema_of = |text: &str| {
-        serde_json::from_str::<serde_json::Value>(text)
-            .ok()
-            .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string))
-    };
     let bad = |path: &Path, message: String| InputError::Usage(format!("{}: {message}", path.display()));
-    let first_schema = schema_of(&texts[0].1).unwrap_or_default();
+    // Only the schema is read here (every other field is skipped unread); a file that is not
+    // JSON, a truncated one say, is named with the line where it stopped.
+    #[derive(serde::Deserialize)]
+    struct SchemaOnly {
+        schema: Option<String>,
+    }
+    let (first_path, first_text) = &texts[0];
+    let first_schema = match serde_json::from_str::<SchemaOnly>(first_text) {
+        Ok(SchemaOnly { schema: Some(schema) }) => schema,
+        Ok(SchemaOnly { schema: None }) => return Err(bad(first_path, "no `schema` field: not a sweep file".into())),
+        Err(error) => {
+            let why = if error.is_eof() { "it ends early (a truncated file?)" } else { "not JSON" };
+            let message = error.to_string();
+            let message = message.split(" at line ").next().unwrap_or_default();
+            return Err(bad(first_path, format!("line {}, column {}: {why}: {message}", error.line(), error.column())));
+        }
+    };
     let (merged, ok) = if first_schema == coordsim_reports::DETECTION_SCHEMA {
         let parts: Vec<DetectionSweep> = texts
             .iter()

@@ -79,7 +79,8 @@ pub(crate) struct Outcome {
 impl Outcome {
     fn bad_input(path: &Path, message: String) -> Outcome {
         let message = message.strip_prefix(&format!("{}: ", path.display())).map(str::to_string).unwrap_or(message);
-        Outcome { code: 2, line: format!("{}: bad input: {message}", path.display()), detail: Vec::new() }
+        let line = crate::output::one_line(&format!("{}: bad input: {message}", path.display()));
+        Outcome { code: 2, line, detail: Vec::new() }
     }
 }
 

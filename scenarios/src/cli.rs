@@ -398,7 +398,7 @@ pub fn main(cli: Cli) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", crate::output::one_line(&error.to_string()));
             ExitCode::from(2)
         }
     }

@@ -31,3 +31,51 @@ macro_rules! outln {
         $crate::output::line(format_args!($($arg)*))
     };
 }
+
+/// The longest word (a run of non-blank characters) an error message shows whole.
+const LONGEST_WORD: usize = 80;
+
+/// An error message as one readable line: control characters escaped (`\n`, `\r`, `\t`,
+/// `\u{1b}`), so a value holding a newline cannot break the line, and every word longer than
+/// [`LONGEST_WORD`] bytes (a user's value quoted back) cut to its start and its size, so a
+/// message about a 1 MB string stays a few hundred bytes.
+pub fn one_line(message: &str) -> String {
+    let mut escaped = String::with_capacity(message.len().min(4096));
+    for c in message.chars() {
+        match c {
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            '\t' => escaped.push_str("\\t"),
+            c if c.is_control() => escaped.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => escaped.push(c),
+        }
+    }
+    let mut out = String::with_capacity(escaped.len().min(4096));
+    for (i, word) in escaped.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        if word.len() <= LONGEST_WORD {
+            out.push_str(word);
+        } else {
+            let cut = (0..=60).rev().find(|&i| word.is_char_boundary(i)).unwrap_or(0);
+            out.push_str(&format!("{}… ({} bytes in all)", &word[..cut], word.len()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn a_long_value_with_a_newline_becomes_one_short_line() {
+        let value = format!("{}\nx", "p".repeat(1_000_000));
+        let line = one_line(&format!("big.toml:42: field `kind`: unknown variant `{value}`, expected one of `pause`"));
+        assert!(!line.contains('\n') && line.len() < 300, "{line}");
+        assert!(line.contains("(1000006 bytes in all)") && line.ends_with("expected one of `pause`"), "{line}");
+        assert_eq!(one_line("a\r\tb\u{1b}c"), "a\\r\\tb\\u{1b}c");
+        assert_eq!(one_line("short words stay"), "short words stay");
+    }
+}

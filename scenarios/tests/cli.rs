@@ -462,3 +462,19 @@ fn endless_blocking_and_oversized_inputs_are_refused_before_they_are_read() {
     assert_bad_input(&coordsim(&["check", path]), &["line 2", "unknown variant `bogus`"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// issue 38: a 1 MB value holding a newline, quoted back in an error, stays one short line.
+#[test]
+fn a_huge_value_with_a_newline_is_quoted_back_as_one_short_line() {
+    let dir = scratch("huge-value");
+    let file = dir.join("huge.toml");
+    let value = format!("{}\\nx", "p".repeat(1_000_000));
+    let scenario = library_file("split-brain-gc-pause").replacen("kind = \"pause\"", &format!("kind = \"{value}\""), 1);
+    std::fs::write(&file, scenario).unwrap();
+    let out = coordsim(&["run", file.to_str().unwrap()]);
+    assert_bad_input(&out, &["huge.toml:", "nemesis[0].kind", "bytes in all", "expected one of"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.len() < 500, "{} bytes", stderr.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -186,7 +186,7 @@ fn sweep_and_merge_reject_bad_input_with_one_line() {
     std::fs::write(&truncated, "{\"schema\": \"coordsim-detection/1\", \"command\": ").unwrap();
     assert_bad_input(
         &coordsim(&["merge", truncated.to_str().unwrap(), "-o", out.to_str().unwrap()]),
-        &["truncated.json"],
+        &["truncated.json", "line 1, column", "ends early"],
     );
 }
 
