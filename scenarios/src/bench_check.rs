@@ -80,21 +80,25 @@ pub fn run(histories: &[PathBuf], write_grid: Option<&Path>, request: &Request) 
 
 /// The grid's histories as files; a file already there is left alone if it holds the same bytes
 /// (the generator is deterministic) and refused otherwise, so nothing of the user's is lost.
+/// Every file already there is compared before the first is written: a refusal writes nothing.
 fn write(folder: &Path) -> Result<ExitCode, InputError> {
     let io = |path: &Path, error| InputError::Io { path: path.display().to_string(), error };
+    for row in GRID {
+        let path = folder.join(name_of(row));
+        if let Ok(existing) = std::fs::read(&path)
+            && existing != register_log(&spec_of(row)).as_bytes()
+        {
+            return Err(InputError::Usage(format!(
+                "{}: exists and is not the generated history; move it or choose another folder",
+                path.display()
+            )));
+        }
+    }
     std::fs::create_dir_all(folder).map_err(|error| io(folder, error))?;
     for row in GRID {
         let path = folder.join(name_of(row));
-        let text = register_log(&spec_of(row));
-        match std::fs::read(&path) {
-            Ok(existing) if existing == text.as_bytes() => {}
-            Ok(_) => {
-                return Err(InputError::Usage(format!(
-                    "{}: exists and is not the generated history; move it or choose another folder",
-                    path.display()
-                )));
-            }
-            Err(_) => std::fs::write(&path, &text).map_err(|error| io(&path, error))?,
+        if !path.exists() {
+            std::fs::write(&path, register_log(&spec_of(row))).map_err(|error| io(&path, error))?;
         }
         crate::outln!("{}", path.display());
     }

@@ -511,14 +511,26 @@ fn run(
         return Err(InputError::Usage("--jobs must be at least 1".into()));
     }
     let jobs = jobs.min(seeds.len());
-    // Find out now, not after the last simulation, that the output cannot be written.
+    // Find out now, not after the last simulation, that a file of the user's stands where a
+    // report of the run goes,
+    for file in ["sweep.json", "junit.xml", "summary.md"] {
+        crate::owned::check_writable(&out.join(file))?;
+    }
+    // nor where a seed's files go.
+    for scenario in &loaded {
+        for seed in seeds {
+            let dir = out.join(&scenario.scenario.name).join(format!("seed-{seed}"));
+            if dir.is_dir() {
+                for file in ["history.json", "summary.json", "report.html"] {
+                    crate::owned::check_writable(&dir.join(file))?;
+                }
+            }
+        }
+    }
+    // And that the output folders can be made, before the first simulation.
     for scenario in &loaded {
         let dir = out.join(&scenario.scenario.name);
         std::fs::create_dir_all(&dir).map_err(|error| InputError::Io { path: dir.display().to_string(), error })?;
-    }
-    // Nor that a file of the user's stands where a report of the run goes.
-    for file in ["sweep.json", "junit.xml", "summary.md"] {
-        crate::owned::check_writable(&out.join(file))?;
     }
     let mut total = 0usize;
     let mut stopped = 0usize;

@@ -79,6 +79,7 @@ pub fn run(args: ModelArgs) -> Result<ExitCode, InputError> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(dir) = &args.report {
+        check_report_folder(dir)?;
         std::fs::create_dir_all(dir).map_err(|error| InputError::Io { path: dir.display().to_string(), error })?;
     }
     let report = registry::run(info.name, &options).map_err(usage)?;
@@ -180,10 +181,23 @@ fn write_reports(report: &ModelReport, dir: &Path) -> Result<Vec<PathBuf>, Input
         let page = html::render(&steps::build(&title, &steps, Some(&violation)));
         let name = if written.is_empty() { "report.html".to_string() } else { format!("report-{}.html", result.name) };
         let path = dir.join(name);
-        std::fs::write(&path, page).map_err(|error| InputError::Io { path: path.display().to_string(), error })?;
+        crate::owned::write(&path, page)?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// Refuses, before the model runs, a folder where a report this command may write
+/// (report.html, report-<property>.html) stands and is not coordsim's.
+fn check_report_folder(dir: &Path) -> Result<(), InputError> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "report.html" || (name.starts_with("report-") && name.ends_with(".html")) {
+            crate::owned::check_writable(&entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -478,3 +478,46 @@ fn a_huge_value_with_a_newline_is_quoted_back_as_one_short_line() {
     assert!(stderr.len() < 500, "{} bytes", stderr.len());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every file a folder holds, with its bytes: to compare a folder before and after a command.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files.push((path.clone(), Vec::new()));
+                stack.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// issue 38: a command that would overwrite a user's file refuses before it works, and leaves
+/// the folder exactly as it was (no history beside a refused summary, no report over the user's).
+#[test]
+fn a_refused_output_folder_is_left_exactly_as_it_was() {
+    let dir = scratch("refused");
+    let seed_dir = dir.join("split-brain-gc-pause/seed-2");
+    std::fs::create_dir_all(&seed_dir).unwrap();
+    std::fs::write(seed_dir.join("summary.json"), "{\"mine\": true}").unwrap();
+    let before = snapshot(&dir);
+    let run = coordsim(&["run", "all", "--seeds", "1..2", "--out", dir.to_str().unwrap()]);
+    assert_bad_input(&run, &["seed-2/summary.json: exists and was not written by coordsim"]);
+    assert!(!text(&run.stdout).contains("seed     1"), "refused before the first seed ran");
+    assert_eq!(snapshot(&dir), before);
+
+    let reports = dir.join("model");
+    std::fs::create_dir_all(&reports).unwrap();
+    std::fs::write(reports.join("report.html"), "<html>my own report</html>").unwrap();
+    let before = snapshot(&dir);
+    let model = coordsim(&["model", "lease-lock", "--report", reports.to_str().unwrap()]);
+    assert_bad_input(&model, &["report.html: exists and was not written by coordsim"]);
+    assert_eq!(snapshot(&dir), before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
