@@ -141,7 +141,7 @@ fn a_600_s_chaos_report_stays_readable_in_chromium() {
     let html = read(&out_dir.join("chaos-fenced-mutex-600s/seed-1/report.html"));
     assert!(html.len() < 3_000_000, "600 s of chaos in {} bytes", html.len());
 
-    let browser = chromium::Browser::new(&dir, "browser");
+    let Some(browser) = chromium::Browser::new(&dir, "browser") else { return };
     let url = browser.page("report.html", &html, chromium::READER);
     let page = browser.render(&url);
     assert!(page.console_errors.is_empty(), "console errors: {:#?}", page.console_errors);

@@ -11,6 +11,10 @@ use std::process::Command;
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 
+/// Set by `.ci/run` (which installs Chromium): a missing browser fails the browser tests there
+/// instead of skipping them.
+pub const REQUIRE: &str = "COORDSIM_REQUIRE_BROWSER";
+
 /// A folder of pages and Chromium profiles under the test binaries' scratch space.
 pub struct Browser {
     dir: PathBuf,
@@ -41,12 +45,22 @@ impl Rendered {
 }
 
 impl Browser {
-    pub fn new(tmp: &Path, name: &str) -> Browser {
-        assert!(Path::new(CHROMIUM).exists(), "{CHROMIUM} is missing: install Debian's chromium (.ci/run does)");
+    /// A browser for one test, or `None` (the test skips, saying why) where Chromium is not
+    /// installed, unless [`REQUIRE`] is set: a fresh machine with only a Rust toolchain passes
+    /// `cargo test`, and CI, which installs Chromium, still runs every browser test.
+    pub fn new(tmp: &Path, name: &str) -> Option<Browser> {
+        if !Path::new(CHROMIUM).exists() {
+            assert!(
+                std::env::var_os(REQUIRE).is_none(),
+                "{CHROMIUM} is missing and {REQUIRE} is set: install Debian's chromium (.ci/run does)"
+            );
+            eprintln!("skipped: {CHROMIUM} is missing (install Debian's chromium to run the browser tests)");
+            return None;
+        }
         let dir = tmp.join(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        Browser { dir }
+        Some(Browser { dir })
     }
 
     pub fn path(&self, file: &str) -> PathBuf {
