@@ -657,6 +657,17 @@ impl Return {
     }
 }
 
+/// The `schema` field of a JSON object (`None`: it has none), every other field skipped unread:
+/// what a file is, before it is parsed whole (a `serde_json::Value` tree of a history took
+/// 12-13x the file's size). Errors are serde_json's, with their line and column.
+pub fn schema_of(text: &str) -> Result<Option<String>, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct SchemaOnly {
+        schema: Option<String>,
+    }
+    serde_json::from_str::<SchemaOnly>(text).map(|probe| probe.schema)
+}
+
 impl History {
     /// An empty history of a run about to start.
     pub fn new(scenario: impl Into<String>, seed: u64) -> Self {
@@ -680,14 +691,8 @@ impl History {
 
     /// Parses a history from JSON and checks its schema.
     pub fn from_json(text: &str) -> Result<History, HistoryError> {
-        // A summary.json handed over by mistake deserves a plain answer, not a type error. Only
-        // the schema is kept: every other field is skipped unread (a whole `Value` tree took
-        // 12-13x the file's size before the first error was found).
-        #[derive(serde::Deserialize)]
-        struct SchemaOnly {
-            schema: Option<String>,
-        }
-        if let Ok(SchemaOnly { schema: Some(schema) }) = serde_json::from_str::<SchemaOnly>(text)
+        // A summary.json handed over by mistake deserves a plain answer, not a type error.
+        if let Ok(Some(schema)) = schema_of(text)
             && schema != SCHEMA
         {
             return Err(HistoryError::Schema { found: schema });

@@ -318,12 +318,11 @@ impl DetectionSweep {
 
     /// Parses a `detection.json` and checks its schema.
     pub fn from_json(text: &str) -> Result<DetectionSweep, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        let schema = coordsim_checker::history::schema_of(text).map_err(|e| e.to_string())?.unwrap_or_default();
         if schema != DETECTION_SCHEMA {
             return Err(format!("field `schema`: expected {DETECTION_SCHEMA:?}, found {schema:?}"));
         }
-        serde_json::from_value(value).map_err(|e| e.to_string())
+        serde_json::from_str(text).map_err(|e| e.to_string())
     }
 }
 

@@ -214,16 +214,11 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<ExitCode, InputError> {
         texts.push((path, text));
     }
     let bad = |path: &Path, message: String| InputError::Usage(format!("{}: {message}", path.display()));
-    // Only the schema is read here (every other field is skipped unread); a file that is not
-    // JSON, a truncated one say, is named with the line where it stopped.
-    #[derive(serde::Deserialize)]
-    struct SchemaOnly {
-        schema: Option<String>,
-    }
+    // A file that is not JSON, a truncated one say, is named with the line where it stopped.
     let (first_path, first_text) = &texts[0];
-    let first_schema = match serde_json::from_str::<SchemaOnly>(first_text) {
-        Ok(SchemaOnly { schema: Some(schema) }) => schema,
-        Ok(SchemaOnly { schema: None }) => return Err(bad(first_path, "no `schema` field: not a sweep file".into())),
+    let first_schema = match coordsim_checker::history::schema_of(first_text) {
+        Ok(Some(schema)) => schema,
+        Ok(None) => return Err(bad(first_path, "no `schema` field: not a sweep file".into())),
         Err(error) => {
             let why = if error.is_eof() { "it ends early (a truncated file?)" } else { "not JSON" };
             let message = error.to_string();
