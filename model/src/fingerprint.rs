@@ -3,7 +3,7 @@
 //!
 //! stateright de-duplicates states by a 64-bit hash of the whole state, so every part of a state
 //! must be `Hash` (and `Eq`). The sans-IO cores we drive (`Store`, `Lessor`, `Resource`,
-//! `EtcdMutex`, `MutexStep`, `ZkLock`, `ZkLockStep`) derive `Debug` but not `Hash`, and sim/ is not ours to edit. Their
+//! `EtcdMutex`, `EtcdStep`, `ZkLock`, `ZkLockStep`) derive `Debug` but not `Hash`, and sim/ is not ours to edit. Their
 //! `Debug` output renders their whole state, and deterministically (sim/ keeps `BTreeMap`s and
 //! `Vec`s there, never a `HashMap`): equal values print equal text and values that differ print
 //! different text. So a hash of the text is a stable digest of the value. The store also derives
@@ -69,7 +69,7 @@ digest_by_debug!(
     coordsim_core::lessor::Lessor,
     coordsim_core::resource::Resource,
     coordsim_core::recipe::mutex::EtcdMutex,
-    coordsim_core::recipe::mutex::MutexStep,
+    coordsim_core::recipe::EtcdStep,
     coordsim_core::recipe::zk_lock::ZkLock,
     coordsim_core::recipe::zk_lock::ZkLockStep,
     Vec<i32>

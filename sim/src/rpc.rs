@@ -5,7 +5,7 @@ use madsim::net::rpc::Request;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{
-    Command, CommandResponse, Event, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError,
+    Command, CommandResponse, Event, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError, TxnResponse,
 };
 use crate::zk::{Stat, WatchKind, WatchedEvent, ZkError, ZkOpError, ZkOpResult, ZkWrite};
 
@@ -238,6 +238,117 @@ pub enum ClientReply {
         raft_applied_index: u64,
         revision: Revision,
     },
+}
+
+/// The reply to a request of one shape answered with another: the simulated server broke the
+/// protocol, a bug in our code, which stops the run loudly. The wire carries one reply type (one
+/// madsim handler per server, so the order in which a server takes requests is the order they
+/// arrive); the typed accessors below are the one place its shape is checked.
+#[cold]
+#[track_caller]
+pub fn answered_wrongly(request: &str, reply: &dyn std::fmt::Debug) -> ! {
+    panic!("invariant violated: {request} was answered with {reply:?}")
+}
+
+impl ClientReply {
+    /// The answer to a `Write`.
+    pub fn into_write(self) -> CommandResponse {
+        match self {
+            ClientReply::Write(response) => response,
+            other => answered_wrongly("a write", &other),
+        }
+    }
+
+    /// The answer to a `Range`.
+    pub fn into_range(self) -> Result<RangeResponse, StoreError> {
+        match self {
+            ClientReply::Range(result) => result,
+            other => answered_wrongly("a range", &other),
+        }
+    }
+
+    /// The answer to a `Watch` poll.
+    pub fn into_watch(self) -> Result<WatchBatch, StoreError> {
+        match self {
+            ClientReply::Watch(result) => result,
+            other => answered_wrongly("a watch", &other),
+        }
+    }
+
+    /// The answer to `LeaseLeases`.
+    pub fn into_leases(self) -> Vec<LeaseId> {
+        match self {
+            ClientReply::Leases(ids) => ids,
+            other => answered_wrongly("a lease list", &other),
+        }
+    }
+
+    /// The answer to a ZooKeeper request.
+    pub fn into_zk(self) -> ZkReply {
+        match self {
+            ClientReply::Zk(reply) => reply,
+            other => answered_wrongly("a ZooKeeper request", &other),
+        }
+    }
+}
+
+impl ZkReply {
+    /// The answer to a write: (zxid, result).
+    pub fn into_write(self) -> (Revision, Result<Vec<ZkOpResult>, ZkOpError>) {
+        match self {
+            ZkReply::Write { zxid, result } => (zxid, result),
+            other => answered_wrongly("a ZooKeeper write", &other),
+        }
+    }
+
+    /// The answer to `exists`: (zxid, result).
+    pub fn into_exists(self) -> (Revision, Result<Option<Stat>, ZkError>) {
+        match self {
+            ZkReply::Exists { zxid, result } => (zxid, result),
+            other => answered_wrongly("exists", &other),
+        }
+    }
+
+    /// The answer to `getData`: (zxid, result).
+    pub fn into_data(self) -> (Revision, Result<(String, Stat), ZkError>) {
+        match self {
+            ZkReply::Data { zxid, result } => (zxid, result),
+            other => answered_wrongly("getData", &other),
+        }
+    }
+
+    /// The answer to `getChildren`: (zxid, result).
+    pub fn into_children(self) -> (Revision, Result<Vec<String>, ZkError>) {
+        match self {
+            ZkReply::Children { zxid, result } => (zxid, result),
+            other => answered_wrongly("getChildren", &other),
+        }
+    }
+
+    /// The answer to `sync`: the zxid the server caught up to.
+    pub fn into_synced(self) -> Revision {
+        match self {
+            ZkReply::Synced { zxid } => zxid,
+            other => answered_wrongly("sync", &other),
+        }
+    }
+
+    /// The answer to a watch poll: (zxid, notifications).
+    pub fn into_watch(self) -> (Revision, Result<Vec<WatchedEvent>, StoreError>) {
+        match self {
+            ZkReply::Watch { zxid, result } => (zxid, result),
+            other => answered_wrongly("a ZooKeeper watch", &other),
+        }
+    }
+}
+
+/// The answer to a `Txn` command: its response, or the store's refusal.
+pub fn txn_reply(response: CommandResponse) -> Result<TxnResponse, StoreError> {
+    match response {
+        CommandResponse::Txn(response) => Ok(response),
+        CommandResponse::Error(error) => Err(error),
+        other => answered_wrongly("a txn", &other),
+    }
 }
 
 /// etcd WatchCreateRequest's options: `prev_kv` attaches each key's previous value; the

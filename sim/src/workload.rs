@@ -13,8 +13,7 @@ use crate::client::election::{campaign, resign};
 use crate::client::redlock::Redlock;
 use crate::client::zk::ZkClient;
 use crate::client::{
-    Client, ClientDeadline, LockError, Session, lock, lock_api, lock_cas, lock_semaphore, lock_zk, unlock, unlock_api,
-    unlock_cas, unlock_zk,
+    Client, ClientDeadline, EtcdLockConfig, LockError, Session, lock, lock_api, lock_zk, unlock, unlock_api, unlock_zk,
 };
 use crate::clock::{Clock, ClockKind};
 use crate::lock_loop::{self, LockLoop, LockWorld};
@@ -211,12 +210,12 @@ async fn acquire(
 ) -> Result<(String, i64), LockError> {
     let (node, name) = (plan.name.as_str(), plan.lock_name.as_str());
     match plan.recipe {
-        Recipe::EtcdMutex => lock(client, session, recorder, node, name, plan.lifetime).await,
-        Recipe::EtcdLockApi => lock_api(client, session, recorder, node, name).await,
-        Recipe::EtcdCas => lock_cas(client, session, recorder, node, name, plan.backoff, plan.lifetime).await,
-        Recipe::EtcdSemaphore => {
-            lock_semaphore(client, session, recorder, node, name, plan.permits, plan.lifetime).await
+        recipe @ (Recipe::EtcdMutex | Recipe::EtcdCas | Recipe::EtcdSemaphore) => {
+            let config =
+                EtcdLockConfig { recipe, permits: plan.permits, lifetime: plan.lifetime, backoff: plan.backoff };
+            lock(client, session, recorder, node, name, config).await
         }
+        Recipe::EtcdLockApi => lock_api(client, session, recorder, node, name).await,
         Recipe::EtcdElection => {
             let elected = campaign(client, session, recorder, node, name, node).await;
             elected.map(|leader| (leader.key, leader.rev))
@@ -256,11 +255,10 @@ async fn release(
     let lease = session.lease;
     let budget = Duration::from_millis(plan.ttl_ms);
     match plan.recipe {
-        Recipe::EtcdMutex | Recipe::EtcdSemaphore => {
-            unlock(client, recorder, &plan.name, &plan.lock_name, key, budget).await
+        recipe @ (Recipe::EtcdMutex | Recipe::EtcdCas | Recipe::EtcdSemaphore) => {
+            unlock(client, recorder, &plan.name, &plan.lock_name, recipe, (key, token), budget).await
         }
         Recipe::EtcdLockApi => unlock_api(client, recorder, &plan.name, &plan.lock_name, key, budget).await,
-        Recipe::EtcdCas => unlock_cas(client, recorder, &plan.name, &plan.lock_name, token, budget).await,
         Recipe::EtcdElection => {
             let leader = LeaderKey { name: plan.lock_name.clone(), key: key.to_string(), rev: token, lease };
             resign(client, recorder, &plan.name, &leader, budget).await

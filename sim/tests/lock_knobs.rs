@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use coordsim_sim::client::zk::ZkClient;
-use coordsim_sim::client::{Client, Session, SessionEnd, lock, lock_zk};
+use coordsim_sim::client::{Client, EtcdLockConfig, Session, SessionEnd, lock, lock_zk};
 use coordsim_sim::recipe::zk_lock::ZkLockConfig;
 use coordsim_sim::recorder::Recorder;
 use coordsim_sim::rpc::ClientReply;
@@ -33,7 +33,10 @@ fn entry_survives(lifetime: EntryLifetime, zookeeper: bool, node: &'static str) 
                 let config = ZkLockConfig { lifetime, ..ZkLockConfig::QUEUE };
                 lock_zk(&zk, &session, &recorder, node, &name, config).await
             }
-            false => lock(&client, &session, &recorder, node, &name, lifetime).await,
+            false => {
+                lock(&client, &session, &recorder, node, &name, EtcdLockConfig { lifetime, ..EtcdLockConfig::MUTEX })
+                    .await
+            }
         }
         .expect("an uncontended lock is granted");
         drop(session);

@@ -8,7 +8,8 @@
 //! One action = one request and its answer (an RPC is atomic here: no loss, no delay; what the
 //! model leaves out of the network is said in mod.rs).
 
-use coordsim_core::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
+use coordsim_core::recipe::mutex::EtcdMutex;
+use coordsim_core::recipe::{EtcdInput, EtcdStep};
 use coordsim_core::store::{Command, CommandResponse, DeleteRangeRequest, KeyRange, Revision, Store, StoreError};
 
 use super::config::{EtcdConfig, LOCK, SessionCheck};
@@ -21,7 +22,7 @@ pub fn lock(config: &EtcdConfig, state: &mut State, index: usize) {
     let lease = state.clients[index].lease;
     let check_own_key = config.session_check == SessionCheck::Shipped;
     let (mut mutex, first) = EtcdMutex::lock_checked(LOCK, lease, check_own_key);
-    let MutexStep::Txn(txn) = first else { panic!("the recipe starts with its create txn, not {first:?}") };
+    let EtcdStep::Txn(txn) = first else { panic!("the recipe starts with its create txn, not {first:?}") };
     let response = match state.store.apply(&Command::Txn(txn)) {
         CommandResponse::Txn(response) => response,
         // The session's lease expired before the create: the lock fails (LockError::Store).
@@ -29,7 +30,7 @@ pub fn lock(config: &EtcdConfig, state: &mut State, index: usize) {
         other => panic!("a txn is answered by a txn response, got {other:?}"),
     };
     watch::after_write(state);
-    let step = mutex.step(MutexInput::Txn(response));
+    let step = mutex.step(EtcdInput::Txn(response));
     follow(state, index, mutex, step);
 }
 
@@ -54,7 +55,7 @@ pub fn wake(state: &mut State, index: usize) {
         panic!("c{} wakes without a notification", index + 1)
     };
     let mut mutex = mutex.into_inner();
-    let step = mutex.step(MutexInput::Deleted);
+    let step = mutex.step(EtcdInput::Deleted);
     follow(state, index, mutex, step);
 }
 
@@ -108,18 +109,18 @@ pub fn end(state: &mut State, index: usize, why: End) {
 }
 
 /// Where the recipe goes next.
-fn follow(state: &mut State, index: usize, mutex: EtcdMutex, step: MutexStep) {
+fn follow(state: &mut State, index: usize, mutex: EtcdMutex, step: EtcdStep) {
     match step {
-        MutexStep::Txn(_) | MutexStep::Range(_) => {
+        EtcdStep::Txn(_) | EtcdStep::Range(_) => {
             state.clients[index].phase = Phase::Locking { mutex: Hashed::new(mutex), next: Hashed::new(step) };
         }
-        MutexStep::WaitDelete { key, from_revision } => {
+        EtcdStep::WaitDelete { key, from_revision } => {
             let notified = watch::deleted_since(&state.store, &key, from_revision);
             let phase = Phase::Waiting { mutex: Hashed::new(mutex), key, from: from_revision, notified };
             state.clients[index].phase = phase;
         }
-        MutexStep::Acquired { key, token } => acquire(state, index, key, token),
-        MutexStep::Failed(_) => end(state, index, End::LockFailed),
+        EtcdStep::Acquired { key, token } => acquire(state, index, key, token),
+        EtcdStep::Failed(_) => end(state, index, End::LockFailed),
     }
 }
 
@@ -132,14 +133,14 @@ fn acquire(state: &mut State, index: usize, key: String, token: Revision) {
 }
 
 /// Answers one request of the recipe from the store, as a server does.
-fn answer(store: &mut Store, step: MutexStep) -> Result<MutexInput, StoreError> {
+fn answer(store: &mut Store, step: EtcdStep) -> Result<EtcdInput, StoreError> {
     match step {
-        MutexStep::Txn(txn) => match store.apply(&Command::Txn(txn)) {
-            CommandResponse::Txn(response) => Ok(MutexInput::Txn(response)),
+        EtcdStep::Txn(txn) => match store.apply(&Command::Txn(txn)) {
+            CommandResponse::Txn(response) => Ok(EtcdInput::Txn(response)),
             CommandResponse::Error(error) => Err(error),
             other => panic!("a txn is answered by a txn response, got {other:?}"),
         },
-        MutexStep::Range(request) => store.range(&request).map(MutexInput::Range),
+        EtcdStep::Range(request) => store.range(&request).map(EtcdInput::Range),
         other => panic!("{other:?} is not a request"),
     }
 }

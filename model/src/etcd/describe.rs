@@ -2,7 +2,7 @@
 //! the requests inside them, `write token 3 → accepted`, `belief start`/`belief end`, `pause`,
 //! `lease_expiry`, `tick`.
 
-use coordsim_core::recipe::mutex::MutexStep;
+use coordsim_core::recipe::EtcdStep;
 use coordsim_core::store::KeyRange;
 
 use super::config::EtcdConfig;
@@ -48,14 +48,14 @@ pub fn step(config: &EtcdConfig, before: &State, action: &Action, after: &State)
 fn send(before: &State, after: &State, i: usize) -> TraceStep {
     let Phase::Locking { next, mutex } = &before.clients[i].phase else { unreachable!("send while locking") };
     let (request, acquired_because) = match &**next {
-        MutexStep::Range(request) if request.range == KeyRange::Key(mutex.key().to_string()) => {
+        EtcdStep::Range(request) if request.range == KeyRange::Key(mutex.key().to_string()) => {
             (format!("range own key {}", mutex.key()), "present")
         }
-        MutexStep::Range(request) => (
+        EtcdStep::Range(request) => (
             format!("range predecessor (create_revision ≤ {})", request.max_create_revision),
             "none older, own key not re-read (no session check)",
         ),
-        MutexStep::Txn(_) => ("txn".to_string(), "first in the queue"),
+        EtcdStep::Txn(_) => ("txn".to_string(), "first in the queue"),
         other => (format!("{other:?}"), "acquired"),
     };
     let outcome = outcome(after, i, acquired_because);
@@ -67,8 +67,8 @@ fn outcome(after: &State, i: usize, acquired_because: &str) -> String {
     match &after.clients[i].phase {
         Phase::Holding { token, .. } => format!("{acquired_because} → ok lock (token {token}) · belief start"),
         Phase::Locking { next, .. } => match &**next {
-            MutexStep::Range(r) if matches!(r.range, KeyRange::Key(_)) => "none older → re-read own key".to_string(),
-            MutexStep::Range(r) => format!("queued at rev {} → look for the predecessor", r.max_create_revision + 1),
+            EtcdStep::Range(r) if matches!(r.range, KeyRange::Key(_)) => "none older → re-read own key".to_string(),
+            EtcdStep::Range(r) => format!("queued at rev {} → look for the predecessor", r.max_create_revision + 1),
             _ => "→ next request".to_string(),
         },
         Phase::Waiting { key, from, notified, .. } => {

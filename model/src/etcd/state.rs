@@ -4,7 +4,8 @@
 
 use coordsim_core::clock::LocalTime;
 use coordsim_core::lessor::Lessor;
-use coordsim_core::recipe::mutex::{EtcdMutex, MutexStep};
+use coordsim_core::recipe::EtcdStep;
+use coordsim_core::recipe::mutex::EtcdMutex;
 use coordsim_core::resource::Resource;
 use coordsim_core::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, Revision, Store};
 
@@ -51,7 +52,7 @@ pub enum Phase {
     /// The recipe asked for `next` (a txn or a range), not yet sent.
     Locking {
         mutex: Hashed<EtcdMutex>,
-        next: Hashed<MutexStep>,
+        next: Hashed<EtcdStep>,
     },
     /// Watching `key` for a delete from revision `from`; `notified` once the watch saw it.
     Waiting {

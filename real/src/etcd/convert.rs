@@ -4,8 +4,8 @@
 //! half-translated.
 
 use coordsim_sim::store::{
-    Compare, CompareResult, CompareTarget, DeleteRangeResponse, KeyRange, KeyValue, PutResponse, RangeRequest,
-    RangeResponse, ResponseHeader, SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
+    Compare, CompareResult, CompareTarget, DeleteRangeRequest, DeleteRangeResponse, KeyRange, KeyValue, PutResponse,
+    RangeRequest, RangeResponse, ResponseHeader, SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest, TxnResponse,
 };
 use etcd_client as etcd;
 
@@ -30,6 +30,12 @@ fn select_delete(range: &KeyRange) -> (String, etcd::DeleteOptions) {
 }
 
 /// A range request as etcd `Range` arguments.
+/// etcd-client's key and options for a DeleteRange.
+pub fn delete(request: &DeleteRangeRequest) -> (String, etcd::DeleteOptions) {
+    let (key, options) = select_delete(&request.range);
+    (key, if request.prev_kv { options.with_prev_key() } else { options })
+}
+
 pub fn get(request: &RangeRequest) -> (String, etcd::GetOptions) {
     let mut options = etcd::GetOptions::new();
     if request.revision > 0 {

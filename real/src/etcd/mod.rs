@@ -10,11 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coordsim_checker::history::{Call, Event, Return};
-use coordsim_sim::recipe::cas_lock::{self, CasLock, CasStep};
-use coordsim_sim::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
-use coordsim_sim::recipe::semaphore::{Semaphore, SemaphoreStep};
+use coordsim_sim::recipe::{EntryLifetime, EtcdInput, EtcdLock, EtcdRecipe, EtcdStep};
 use coordsim_sim::scenario::Recipe;
-use coordsim_sim::store::{RangeRequest, RangeResponse, Revision, TxnRequest, TxnResponse};
+use coordsim_sim::store::{Command, Revision};
 use etcd_client as etcd;
 
 use crate::config::{ClientConfig, LockConfig};
@@ -116,42 +114,47 @@ impl LockBackend for EtcdBackend {
     async fn acquire(&mut self, session: &SessionWatch, journal: &Journal) -> Result<(String, i64), String> {
         let node = self.config.name.clone();
         let name = self.lock.lock_name.clone();
-        let permits = if self.lock.recipe == Recipe::EtcdSemaphore { self.lock.permits } else { 1 };
-        let op = journal.invoke(&node, Call::Lock { name: name.clone(), lease: self.lease, permits });
-        match self.lock.recipe {
-            Recipe::EtcdLockApi => return self.lock_api(session, journal, op).await,
-            Recipe::EtcdElection => return self.campaign(session, journal, op).await,
-            _ => {}
+        let lease = self.lease;
+        // etcd's Lock and Election services run the mutex on the server.
+        if matches!(self.lock.recipe, Recipe::EtcdLockApi | Recipe::EtcdElection) {
+            let op = journal.invoke(&node, Call::Lock { name: name.clone(), lease, permits: 1 });
+            return match self.lock.recipe {
+                Recipe::EtcdLockApi => self.lock_api(session, journal, op).await,
+                _ => self.campaign(session, journal, op).await,
+            };
         }
-        let (mut core, mut step) = Core::start(&self.config.name, &self.lock, self.lease);
+        let (mut core, mut step) =
+            EtcdLock::start(self.lock.recipe, &name, &node, lease, self.lock.permits, EntryLifetime::Session)
+                .ok_or_else(|| format!("{:?} is not an etcd recipe", self.lock.recipe))?;
+        let op = journal.invoke(&node, Call::Lock { name: name.clone(), lease, permits: core.permits() });
         let result = loop {
             if let Some(end) = session.ended() {
                 break Err(Failure::SessionEnded(end));
             }
             step = match step {
-                Step::Txn(txn) => match self.call(self.client.clone().txn(convert::txn(&txn))).await {
-                    Ok(response) => core.on_txn(convert::txn_response(&response)),
+                EtcdStep::Txn(txn) => match self.call(self.client.clone().txn(convert::txn(&txn))).await {
+                    Ok(response) => core.step(EtcdInput::Txn(convert::txn_response(&response))),
                     Err(error) => break Err(error),
                 },
-                Step::Range(request) => {
+                EtcdStep::Range(request) => {
                     let (key, options) = convert::get(&request);
                     match self.call(self.client.clone().get(key, Some(options))).await {
-                        Ok(response) => core.on_range(convert::range_response(&response)),
+                        Ok(response) => core.step(EtcdInput::Range(convert::range_response(&response))),
                         Err(error) => break Err(error),
                     }
                 }
-                Step::WaitDelete { key, from_revision } => {
+                EtcdStep::WaitDelete { key, from_revision } => {
                     match wait_delete(&self.client, session, &key, from_revision).await {
                         Ok(()) => {
                             journal.record(&node, Event::Wakeup { lock: name.clone(), waiter: core.waiter(&node) });
                             self.backoff().await;
-                            core.on_deleted()
+                            core.step(EtcdInput::Deleted)
                         }
                         Err(end) => break Err(Failure::SessionEnded(end)),
                     }
                 }
-                Step::Acquired { key, token } => break Ok((key, token)),
-                Step::Failed(reason) => break Err(Failure::Refused(reason)),
+                EtcdStep::Acquired { key, token } => break Ok((key, token)),
+                EtcdStep::Failed(error) => break Err(Failure::Refused(error.to_string())),
             };
         };
         match result {
@@ -164,7 +167,7 @@ impl LockBackend for EtcdBackend {
                 // Our key may exist: remove it so it does not block the queue until the lease
                 // expires (etcd's Lock does the same when its context is cancelled).
                 if let Some(key) = core.own_key() {
-                    let _ = self.call(self.client.clone().delete(key, None)).await;
+                    let _ = self.call(self.client.clone().delete(key.to_string(), None)).await;
                 }
                 Err(error)
             }
@@ -185,8 +188,14 @@ impl LockBackend for EtcdBackend {
                 let options = self.leader.take().map(|leader| etcd::ResignOptions::new().with_leader(leader));
                 self.call(client.resign(options)).await.map(drop)
             }
-            Recipe::EtcdCas => self.call(client.txn(convert::txn(&cas_lock::unlock(key, token)))).await.map(drop),
-            _ => self.call(client.delete(key.to_string(), None)).await.map(drop),
+            recipe => match EtcdLock::release(recipe, key, token) {
+                Some(Command::Txn(txn)) => self.call(client.txn(convert::txn(&txn))).await.map(drop),
+                Some(Command::DeleteRange(delete)) => {
+                    let (key, options) = convert::delete(&delete);
+                    self.call(client.delete(key, Some(options))).await.map(drop)
+                }
+                other => Err(Failure::Refused(format!("{recipe:?} has no release on etcd: {other:?}"))),
+            },
         };
         match outcome {
             Ok(()) => journal.ok(&node, op, Return::Unlocked),
@@ -422,111 +431,5 @@ async fn wait_delete(
                 Ok(false) | Err(_) => tokio::time::sleep(RETRY).await,
             },
         }
-    }
-}
-
-/// The three recipe cores behind one step type.
-enum Core {
-    Mutex(EtcdMutex),
-    Cas(CasLock),
-    Semaphore(Semaphore),
-}
-
-enum Step {
-    Txn(TxnRequest),
-    Range(RangeRequest),
-    WaitDelete { key: String, from_revision: Revision },
-    Acquired { key: String, token: Revision },
-    Failed(String),
-}
-
-impl Core {
-    fn start(node: &str, config: &LockConfig, lease: i64) -> (Core, Step) {
-        let name = config.lock_name.as_str();
-        match config.recipe {
-            Recipe::EtcdCas => {
-                let (lock, step) = CasLock::lock(name, node, lease);
-                (Core::Cas(lock), cas_step(step))
-            }
-            Recipe::EtcdSemaphore => {
-                let (semaphore, step) = Semaphore::acquire(name, lease, config.permits);
-                (Core::Semaphore(semaphore), semaphore_step(step))
-            }
-            _ => {
-                let (mutex, step) = EtcdMutex::lock(name, lease);
-                (Core::Mutex(mutex), mutex_step(step))
-            }
-        }
-    }
-
-    fn on_txn(&mut self, response: TxnResponse) -> Step {
-        match self {
-            Core::Mutex(mutex) => mutex_step(mutex.step(MutexInput::Txn(response))),
-            Core::Cas(lock) => cas_step(lock.on_txn(response)),
-            Core::Semaphore(semaphore) => semaphore_step(semaphore.on_created(response)),
-        }
-    }
-
-    fn on_range(&mut self, response: RangeResponse) -> Step {
-        match self {
-            Core::Mutex(mutex) => mutex_step(mutex.step(MutexInput::Range(response))),
-            Core::Cas(_) => Step::Failed("the compare-and-swap lock reads nothing".into()),
-            Core::Semaphore(semaphore) => semaphore_step(semaphore.on_counted(response)),
-        }
-    }
-
-    fn on_deleted(&mut self) -> Step {
-        match self {
-            Core::Mutex(mutex) => mutex_step(mutex.step(MutexInput::Deleted)),
-            Core::Cas(lock) => cas_step(lock.retry()),
-            Core::Semaphore(semaphore) => semaphore_step(semaphore.count()),
-        }
-    }
-
-    /// The waiter's entry in the queue, as `wakeup` records name it.
-    fn waiter(&self, node: &str) -> String {
-        match self {
-            Core::Mutex(mutex) => mutex.key().to_string(),
-            Core::Cas(_) => node.to_string(),
-            Core::Semaphore(semaphore) => semaphore.key().to_string(),
-        }
-    }
-
-    /// Our own queue key, which an abandoned attempt deletes.
-    fn own_key(&self) -> Option<String> {
-        match self {
-            Core::Mutex(mutex) => Some(mutex.key().to_string()),
-            Core::Cas(_) => None,
-            Core::Semaphore(semaphore) => Some(semaphore.key().to_string()),
-        }
-    }
-}
-
-fn mutex_step(step: MutexStep) -> Step {
-    match step {
-        MutexStep::Txn(txn) => Step::Txn(txn),
-        MutexStep::Range(request) => Step::Range(request),
-        MutexStep::WaitDelete { key, from_revision } => Step::WaitDelete { key, from_revision },
-        MutexStep::Acquired { key, token } => Step::Acquired { key, token },
-        MutexStep::Failed(error) => Step::Failed(error.to_string()),
-    }
-}
-
-fn cas_step(step: CasStep) -> Step {
-    match step {
-        CasStep::Txn(txn) => Step::Txn(txn),
-        CasStep::WaitDelete { key, from_revision } => Step::WaitDelete { key, from_revision },
-        CasStep::Acquired { key, token } => Step::Acquired { key, token },
-        CasStep::Failed(reason) => Step::Failed(reason.to_string()),
-    }
-}
-
-fn semaphore_step(step: SemaphoreStep) -> Step {
-    match step {
-        SemaphoreStep::Txn(txn) => Step::Txn(txn),
-        SemaphoreStep::Range(request) => Step::Range(request),
-        SemaphoreStep::WaitDelete { key, from_revision } => Step::WaitDelete { key, from_revision },
-        SemaphoreStep::Acquired { key, token } => Step::Acquired { key, token },
-        SemaphoreStep::Failed(reason) => Step::Failed(reason.to_string()),
     }
 }

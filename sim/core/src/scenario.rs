@@ -1073,6 +1073,9 @@ impl Scenario {
             false => format!("{} permits: only the etcd-semaphore recipe has more than one", lock.permits),
         })?;
         check(lock.nested <= 8, "lock.nested", || format!("{} must be at most 8", lock.nested))?;
+        check(lock.backoff.is_none() || lock.recipe == Recipe::EtcdCas, "lock.backoff", || {
+            "only the etcd-cas recipe retries after a wakeup: a queue recipe wakes one waiter per release".into()
+        })?;
         if lock.recipe.is_zookeeper() {
             let valid = lock.name != "/" && crate::zk::validate_path(&lock.name).is_ok();
             check(valid, "lock.name", || format!("{:?} must be a znode path such as \"/locks/resource\"", lock.name))?;
@@ -1399,6 +1402,22 @@ mod tests {
         );
         let scenario: Scenario = toml::from_str(&text).expect("the table parses");
         scenario.validate().map(|()| scenario)
+    }
+
+    #[test]
+    fn a_back_off_is_only_for_the_recipe_that_retries() {
+        let with = |recipe: &str| {
+            let text = format!(
+                "name = \"t\"\nsummary = \"t\"\nduration = \"1s\"\n[cluster]\nservers = 3\n[clients]\ncount = 2\n\
+                 [resource]\nmode = \"fenced\"\n[lock]\nrecipe = \"{recipe}\"\nname = \"/l\"\nttl = \"2s\"\nbackoff = \"100ms\"\n"
+            );
+            toml::from_str::<Scenario>(&text).expect("the table parses").validate()
+        };
+        assert!(with("etcd-cas").is_ok());
+        for recipe in ["etcd-mutex", "etcd-semaphore", "etcd-lock-api"] {
+            let error = with(recipe).expect_err(recipe);
+            assert_eq!(error.field, "lock.backoff", "{recipe}");
+        }
     }
 
     #[test]

@@ -1,15 +1,16 @@
-//! Drives the etcd mutex recipe ([`crate::recipe::mutex`]) over the client connection and
-//! records the `lock` and `unlock` operations.
+//! Drives the etcd recipe cores ([`crate::recipe::EtcdLock`]: mutex, compare-and-swap lock,
+//! semaphore) over the client connection with one loop, and records the `lock` and `unlock`
+//! operations; and etcd's Lock service (v3lock), which runs the mutex on the server.
 
 use std::time::Duration;
 
 use coordsim_checker::history::{Call, Event, Return};
 
 use super::{Client, Session, SessionEnd, Unavailable};
-use crate::recipe::EntryLifetime;
-use crate::recipe::mutex::{EtcdMutex, MutexError, MutexInput, MutexStep};
+use crate::recipe::{EntryLifetime, EtcdInput, EtcdLock, EtcdRecipe, EtcdStep, RecipeError};
 use crate::recorder::Recorder;
 use crate::rpc::{ClientReply, ClientRequest};
+use crate::scenario::Recipe;
 use crate::store::{Command, CommandResponse, DeleteRangeRequest, EventKind, KeyRange, StoreError};
 
 /// How long one watch long-poll waits on the server before returning empty.
@@ -20,7 +21,7 @@ pub enum LockError {
     #[error("{0}")]
     SessionEnded(SessionEnd),
     #[error(transparent)]
-    Mutex(#[from] MutexError),
+    Recipe(#[from] RecipeError),
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
     #[error("the store rejected a request: {0}")]
@@ -34,59 +35,85 @@ pub enum LockError {
     ZkLock(crate::recipe::zk_lock::ZkLockError),
 }
 
-/// Acquires the lock `name` under `session`; returns the holder key and the fencing token.
-/// `lifetime` says whether the key is attached to the session's lease. Records one `lock`
-/// operation of `node`: `ok` with the token, `fail` when the lock certainly was not granted,
-/// `info` when the cluster stopped answering.
+/// How a client takes an etcd lock with a recipe core of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EtcdLockConfig {
+    /// `Recipe::EtcdMutex`, `EtcdCas` or `EtcdSemaphore`.
+    pub recipe: Recipe,
+    /// The semaphore's permits (1 for a lock).
+    pub permits: u32,
+    /// Whether the queue key is attached to the session's lease.
+    pub lifetime: EntryLifetime,
+    /// A random pause of up to this long after each wakeup before trying again (the jittered
+    /// back-off of the compare-and-swap lock; spreads the retries, not the wakeups).
+    pub backoff: Option<Duration>,
+}
+
+impl EtcdLockConfig {
+    /// etcd's concurrency.Mutex with its key on the session's lease.
+    pub const MUTEX: EtcdLockConfig =
+        EtcdLockConfig { recipe: Recipe::EtcdMutex, permits: 1, lifetime: EntryLifetime::Session, backoff: None };
+}
+
+/// Acquires the lock `name` under `session` with the recipe core `config` names; returns the
+/// holder key and the fencing token. Records one `lock` operation of `node`: `ok` with the
+/// token, `fail` when the lock certainly was not granted, `info` when the cluster stopped
+/// answering; and a `wakeup` each time the watched key is deleted.
 pub async fn lock(
     client: &Client,
     session: &Session,
     recorder: &Recorder,
     node: &str,
     name: &str,
-    lifetime: EntryLifetime,
+    config: EtcdLockConfig,
 ) -> Result<(String, i64), LockError> {
-    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
+    let (mut core, mut step) =
+        EtcdLock::start(config.recipe, name, node, session.lease, config.permits, config.lifetime)
+            .unwrap_or_else(|| panic!("{:?} is not a client-side etcd lock", config.recipe));
+    let call = Call::Lock { name: name.to_string(), lease: session.lease, permits: core.permits() };
+    let op = recorder.invoke(node, call);
     let budget = Duration::from_millis(session.ttl_ms);
-    let (mut mutex, mut step) = EtcdMutex::lock_for(name, session.lease, lifetime);
     let result = loop {
         if let Some(end) = session.ended() {
             break Err(LockError::SessionEnded(end));
         }
         step = match step {
-            MutexStep::Txn(txn) => match client.write(Command::Txn(txn), budget).await {
-                Ok(CommandResponse::Txn(response)) => mutex.step(MutexInput::Txn(response)),
-                Ok(CommandResponse::Error(error)) => break Err(LockError::Store(error)),
-                Ok(other) => unreachable!("a txn is answered by a txn response, got {other:?}"),
-                Err(error) => break Err(error.into()),
-            },
-            MutexStep::Range(request) => match client.range(request, budget).await {
-                Ok(Ok(response)) => mutex.step(MutexInput::Range(response)),
+            EtcdStep::Txn(txn) => match client.txn(txn, budget).await {
+                Ok(Ok(response)) => core.step(EtcdInput::Txn(response)),
                 Ok(Err(error)) => break Err(LockError::Store(error)),
                 Err(error) => break Err(error.into()),
             },
-            MutexStep::WaitDelete { key, from_revision } => {
+            EtcdStep::Range(request) => match client.range(request, budget).await {
+                Ok(Ok(response)) => core.step(EtcdInput::Range(response)),
+                Ok(Err(error)) => break Err(LockError::Store(error)),
+                Err(error) => break Err(error.into()),
+            },
+            EtcdStep::WaitDelete { key, from_revision } => {
                 match wait_delete(client, session, &key, from_revision).await {
                     Ok(()) => {
-                        let wakeup = Event::Wakeup { lock: name.to_string(), waiter: mutex.key().to_string() };
-                        recorder.record(node, wakeup);
-                        mutex.step(MutexInput::Deleted)
+                        recorder.record(node, Event::Wakeup { lock: name.to_string(), waiter: core.waiter(node) });
+                        if let Some(backoff) = config.backoff.filter(|b| !b.is_zero()) {
+                            use madsim::rand::Rng as _;
+                            let jitter = madsim::rand::thread_rng().gen_range(0..backoff.as_millis() as u64);
+                            client.clock().sleep(Duration::from_millis(jitter)).await;
+                        }
+                        core.step(EtcdInput::Deleted)
                     }
                     Err(end) => break Err(LockError::SessionEnded(end)),
                 }
             }
-            MutexStep::Acquired { key, token } => break Ok((key, token)),
-            MutexStep::Failed(error) => break Err(error.into()),
+            EtcdStep::Acquired { key, token } => break Ok((key, token)),
+            EtcdStep::Failed(error) => break Err(error.into()),
         };
     };
     match &result {
         Ok((key, token)) => recorder.ok(node, op, Return::Locked { key: key.clone(), token: *token }),
         Err(LockError::Unavailable(error)) => {
             recorder.info(node, op, error.to_string());
-            // Our key may exist: remove it so that it does not block the queue until the lease
-            // expires (etcd's Lock does the same when its context is cancelled).
-            let delete = DeleteRangeRequest { range: KeyRange::Key(mutex.key().to_string()), prev_kv: false };
-            let _ = client.write(Command::DeleteRange(delete), budget).await;
+            if let Some(key) = core.own_key() {
+                let delete = DeleteRangeRequest { range: KeyRange::Key(key.to_string()), prev_kv: false };
+                let _ = client.write(Command::DeleteRange(delete), budget).await;
+            }
         }
         Err(error) => recorder.fail(node, op, error.to_string()),
     }
@@ -114,13 +141,24 @@ async fn wait_delete(client: &Client, session: &Session, key: &str, mut from: i6
     }
 }
 
-/// Releases the lock by deleting the holder key. Records one `unlock` operation.
-pub async fn unlock(client: &Client, recorder: &Recorder, node: &str, name: &str, key: &str, budget: Duration) {
+/// Releases a hold that `recipe`'s core took ([`EtcdLock::release`]). Records one `unlock`
+/// operation: `ok` once the cluster applied it, `fail` if the store refused it, `info` if no
+/// answer came.
+pub async fn unlock(
+    client: &Client,
+    recorder: &Recorder,
+    node: &str,
+    name: &str,
+    recipe: Recipe,
+    (key, token): (&str, i64),
+    budget: Duration,
+) {
+    let release =
+        EtcdLock::release(recipe, key, token).unwrap_or_else(|| panic!("{recipe:?} is not a client-side etcd lock"));
     let op = recorder.invoke(node, Call::Unlock { name: name.to_string(), key: key.to_string() });
-    let delete = DeleteRangeRequest { range: KeyRange::Key(key.to_string()), prev_kv: false };
-    match client.write(Command::DeleteRange(delete), budget).await {
-        Ok(CommandResponse::DeleteRange(_)) => recorder.ok(node, op, Return::Unlocked),
-        Ok(other) => recorder.fail(node, op, format!("{other:?}")),
+    match client.write(release, budget).await {
+        Ok(refused @ CommandResponse::Error(_)) => recorder.fail(node, op, format!("{refused:?}")),
+        Ok(_) => recorder.ok(node, op, Return::Unlocked),
         Err(error) => recorder.info(node, op, error.to_string()),
     }
 }
@@ -185,123 +223,4 @@ pub async fn unlock_api(client: &Client, recorder: &Recorder, node: &str, name: 
         Ok(other) => recorder.fail(node, op, format!("{other:?}")),
         Err(error) => recorder.info(node, op, error.to_string()),
     }
-}
-
-/// Acquires the compare-and-swap lock on the key `name` (docs/cases/10: the herd-prone
-/// pattern). Records one `lock` operation and a `wakeup` each time the watched key is deleted.
-pub async fn lock_cas(
-    client: &Client,
-    session: &Session,
-    recorder: &Recorder,
-    node: &str,
-    name: &str,
-    backoff: Option<Duration>,
-    lifetime: EntryLifetime,
-) -> Result<(String, i64), LockError> {
-    use crate::recipe::cas_lock::{CasLock, CasStep};
-    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits: 1 });
-    let budget = Duration::from_millis(session.ttl_ms);
-    let (lock, mut step) = CasLock::lock(name, node, lifetime.key_lease(session.lease));
-    let result = loop {
-        if let Some(end) = session.ended() {
-            break Err(LockError::SessionEnded(end));
-        }
-        step = match step {
-            CasStep::Txn(txn) => match client.write(Command::Txn(txn), budget).await {
-                Ok(CommandResponse::Txn(response)) => lock.on_txn(response),
-                Ok(CommandResponse::Error(error)) => break Err(LockError::Store(error)),
-                Ok(other) => unreachable!("a txn is answered by a txn response, got {other:?}"),
-                Err(error) => break Err(error.into()),
-            },
-            CasStep::WaitDelete { key, from_revision } => match wait_delete(client, session, &key, from_revision).await
-            {
-                Ok(()) => {
-                    recorder.record(node, Event::Wakeup { lock: name.to_string(), waiter: node.to_string() });
-                    if let Some(backoff) = backoff.filter(|b| !b.is_zero()) {
-                        use madsim::rand::Rng as _;
-                        let jitter = madsim::rand::thread_rng().gen_range(0..backoff.as_millis() as u64);
-                        client.clock().sleep(Duration::from_millis(jitter)).await;
-                    }
-                    lock.retry()
-                }
-                Err(end) => break Err(LockError::SessionEnded(end)),
-            },
-            CasStep::Acquired { key, token } => break Ok((key, token)),
-            CasStep::Failed(reason) => break Err(LockError::Mutex(MutexError::Protocol(reason))),
-        };
-    };
-    match &result {
-        Ok((key, token)) => recorder.ok(node, op, Return::Locked { key: key.clone(), token: *token }),
-        Err(LockError::Unavailable(error)) => recorder.info(node, op, error.to_string()),
-        Err(error) => recorder.fail(node, op, error.to_string()),
-    }
-    result
-}
-
-/// Releases the compare-and-swap lock: deletes the key if it is still ours.
-pub async fn unlock_cas(client: &Client, recorder: &Recorder, node: &str, name: &str, token: i64, budget: Duration) {
-    let op = recorder.invoke(node, Call::Unlock { name: name.to_string(), key: name.to_string() });
-    let txn = crate::recipe::cas_lock::unlock(name, token);
-    match client.write(Command::Txn(txn), budget).await {
-        Ok(CommandResponse::Txn(_)) => recorder.ok(node, op, Return::Unlocked),
-        Ok(other) => recorder.fail(node, op, format!("{other:?}")),
-        Err(error) => recorder.info(node, op, error.to_string()),
-    }
-}
-
-/// Takes one of the `permits` permits of the semaphore `name` (see
-/// [`crate::recipe::semaphore`]); returns the holder key and its token. Records one `lock`
-/// operation carrying `permits`, and a `wakeup` each time the watched key is deleted.
-pub async fn lock_semaphore(
-    client: &Client,
-    session: &Session,
-    recorder: &Recorder,
-    node: &str,
-    name: &str,
-    permits: u32,
-    lifetime: EntryLifetime,
-) -> Result<(String, i64), LockError> {
-    use crate::recipe::semaphore::{Semaphore, SemaphoreStep};
-    let op = recorder.invoke(node, Call::Lock { name: name.to_string(), lease: session.lease, permits });
-    let budget = Duration::from_millis(session.ttl_ms);
-    let (mut semaphore, mut step) = Semaphore::acquire_for(name, session.lease, permits, lifetime);
-    let result = loop {
-        if let Some(end) = session.ended() {
-            break Err(LockError::SessionEnded(end));
-        }
-        step = match step {
-            SemaphoreStep::Txn(txn) => match client.write(Command::Txn(txn), budget).await {
-                Ok(CommandResponse::Txn(response)) => semaphore.on_created(response),
-                Ok(CommandResponse::Error(error)) => break Err(LockError::Store(error)),
-                Ok(other) => unreachable!("a txn is answered by a txn response, got {other:?}"),
-                Err(error) => break Err(error.into()),
-            },
-            SemaphoreStep::Range(request) => match client.range(request, budget).await {
-                Ok(Ok(response)) => semaphore.on_counted(response),
-                Ok(Err(error)) => break Err(LockError::Store(error)),
-                Err(error) => break Err(error.into()),
-            },
-            SemaphoreStep::WaitDelete { key, from_revision } => {
-                match wait_delete(client, session, &key, from_revision).await {
-                    Ok(()) => {
-                        recorder.record(node, Event::Wakeup { lock: name.to_string(), waiter: semaphore.key().into() });
-                        semaphore.count()
-                    }
-                    Err(end) => break Err(LockError::SessionEnded(end)),
-                }
-            }
-            SemaphoreStep::Acquired { key, token } => break Ok((key, token)),
-            SemaphoreStep::Failed(reason) => break Err(LockError::Mutex(MutexError::Protocol(reason))),
-        };
-    };
-    match &result {
-        Ok((key, token)) => recorder.ok(node, op, Return::Locked { key: key.clone(), token: *token }),
-        Err(LockError::Unavailable(error)) => {
-            recorder.info(node, op, error.to_string());
-            let delete = DeleteRangeRequest { range: KeyRange::Key(semaphore.key().to_string()), prev_kv: false };
-            let _ = client.write(Command::DeleteRange(delete), budget).await;
-        }
-        Err(error) => recorder.fail(node, op, error.to_string()),
-    }
-    result
 }

@@ -17,9 +17,12 @@ use crate::net::Endpoint;
 
 use crate::clock::{Clock, LocalTime};
 use crate::rpc::{ClientReply, ClientRequest, WatchBatch, WatchOptions};
-use crate::store::{Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError};
+use crate::store::{
+    Command, CommandResponse, KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, StoreError, TxnRequest,
+    TxnResponse,
+};
 
-pub use lock::{LockError, lock, lock_api, lock_cas, lock_semaphore, unlock, unlock_api, unlock_cas};
+pub use lock::{EtcdLockConfig, LockError, lock, lock_api, unlock, unlock_api};
 pub use session::{ClientDeadline, Session, SessionEnd};
 pub use zk_lock::{lock_zk, unlock_zk, zk_leader};
 
@@ -146,17 +149,18 @@ impl Client {
     /// nothing, a compare-and-swap that says it did not swap): etcd's client does not retry
     /// mutations after such errors either.
     pub async fn write_once(&self, command: Command, budget: Duration) -> Result<CommandResponse, Unavailable> {
-        match self.call_retrying(ClientRequest::Write(command), RPC_TIMEOUT, budget, Retry::UnlessAmbiguous).await? {
-            ClientReply::Write(response) => Ok(response),
-            other => unreachable!("a write is answered by a write response, got {other:?}"),
-        }
+        let reply =
+            self.call_retrying(ClientRequest::Write(command), RPC_TIMEOUT, budget, Retry::UnlessAmbiguous).await?;
+        Ok(reply.into_write())
     }
 
     pub async fn write(&self, command: Command, budget: Duration) -> Result<CommandResponse, Unavailable> {
-        match self.call(ClientRequest::Write(command), budget).await? {
-            ClientReply::Write(response) => Ok(response),
-            other => unreachable!("a write is answered by a write response, got {other:?}"),
-        }
+        Ok(self.call(ClientRequest::Write(command), budget).await?.into_write())
+    }
+
+    /// A txn: its response, or the store's refusal.
+    pub async fn txn(&self, txn: TxnRequest, budget: Duration) -> Result<Result<TxnResponse, StoreError>, Unavailable> {
+        Ok(crate::rpc::txn_reply(self.write(Command::Txn(txn), budget).await?))
     }
 
     /// A linearizable read.
@@ -165,10 +169,7 @@ impl Client {
         request: RangeRequest,
         budget: Duration,
     ) -> Result<Result<RangeResponse, StoreError>, Unavailable> {
-        match self.call(ClientRequest::Range { request, linearizable: true }, budget).await? {
-            ClientReply::Range(result) => Ok(result),
-            other => unreachable!("a read is answered by a range response, got {other:?}"),
-        }
+        Ok(self.call(ClientRequest::Range { request, linearizable: true }, budget).await?.into_range())
     }
 
     /// A read sent to a server picked at random, as etcd's client balances requests over its
@@ -187,10 +188,7 @@ impl Client {
         if let Ok(ClientReply::Range(result)) = self.endpoint.call(addr, request.clone(), RPC_TIMEOUT).await {
             return Ok(result);
         }
-        match self.call(request, budget).await? {
-            ClientReply::Range(result) => Ok(result),
-            other => unreachable!("a read is answered by a range response, got {other:?}"),
-        }
+        Ok(self.call(request, budget).await?.into_range())
     }
 
     /// One long-poll for changes to `range` from revision `from`.
@@ -216,10 +214,7 @@ impl Client {
         // attempt cut at RPC_TIMEOUT gave up on every quiet poll just before its empty answer,
         // which then sat unread in the endpoint's mailbox, and polled again), the call for
         // that and a retry.
-        match self.call_with(request, wait + RPC_TIMEOUT, wait + RPC_TIMEOUT * 2).await? {
-            ClientReply::Watch(result) => Ok(result),
-            other => unreachable!("a watch is answered by a watch batch, got {other:?}"),
-        }
+        Ok(self.call_with(request, wait + RPC_TIMEOUT, wait + RPC_TIMEOUT * 2).await?.into_watch())
     }
 
     /// etcd LeaseTimeToLive: `LeaseTtl` or `LeaseNotFound`.
@@ -229,10 +224,7 @@ impl Client {
 
     /// etcd LeaseLeases: every lease ID.
     pub async fn leases(&self, budget: Duration) -> Result<Vec<LeaseId>, Unavailable> {
-        match self.call(ClientRequest::LeaseLeases, budget).await? {
-            ClientReply::Leases(ids) => Ok(ids),
-            other => unreachable!("a lease list is answered by a lease list, got {other:?}"),
-        }
+        Ok(self.call(ClientRequest::LeaseLeases, budget).await?.into_leases())
     }
 
     pub async fn keep_alive(&self, lease: LeaseId, budget: Duration) -> Result<ClientReply, Unavailable> {

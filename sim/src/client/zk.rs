@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::Client;
-use crate::rpc::{ClientReply, ClientRequest, ZkReply, ZkRequest};
+use crate::rpc::{ClientReply, ClientRequest, ZkReply, ZkRequest, answered_wrongly};
 use crate::store::{LeaseId, Revision, StoreError};
 use crate::zk::{CreateMode, Stat, WatchKind, WatchedEvent, ZkError, ZkOp, ZkOpResult, ZkWrite};
 
@@ -225,7 +225,7 @@ impl ZkClient {
     pub async fn create_session(&self, ttl_ms: u64, timeout: Duration) -> Result<(LeaseId, u64), ZkCallError> {
         match self.call(ClientRequest::Zk(ZkRequest::CreateSession { ttl_ms }), timeout).await? {
             ClientReply::Write(crate::store::CommandResponse::LeaseGrant { id, ttl_ms, .. }) => Ok((id, ttl_ms)),
-            other => unreachable!("a session creation answers a lease grant, got {other:?}"),
+            other => answered_wrongly("a session creation", &other),
         }
     }
 
@@ -236,7 +236,7 @@ impl ZkClient {
         match self.call(ClientRequest::Zk(request), timeout).await? {
             ClientReply::KeptAlive { .. } => Ok(true),
             ClientReply::LeaseNotFound => Ok(false),
-            other => unreachable!("a ping answers kept-alive or lease-not-found, got {other:?}"),
+            other => answered_wrongly("a ping", &other),
         }
     }
 
@@ -249,7 +249,7 @@ impl ZkClient {
         let op = ZkOp::Create { path: path.to_string(), data: data.to_string(), mode };
         match self.multi(vec![op]).await?.pop() {
             Some(ZkOpResult::Created { path, stat }) => Ok((path, stat)),
-            other => unreachable!("a create answers a create result, got {other:?}"),
+            other => answered_wrongly("a create", &other),
         }
     }
 
@@ -261,7 +261,7 @@ impl ZkClient {
         let op = ZkOp::SetData { path: path.to_string(), data: data.to_string(), version };
         match self.multi(vec![op]).await?.pop() {
             Some(ZkOpResult::SetData { stat }) => Ok(stat),
-            other => unreachable!("a setData answers a setData result, got {other:?}"),
+            other => answered_wrongly("a setData", &other),
         }
     }
 
@@ -284,33 +284,25 @@ impl ZkClient {
         ops: Vec<ZkOp>,
     ) -> Result<(Revision, Result<Vec<ZkOpResult>, crate::zk::ZkOpError>), ZkCallError> {
         let request = ZkRequest::Write(ZkWrite { session: self.session, ops });
-        match self.attempt(request, WRITE_TIMEOUT).await? {
-            ZkReply::Write { zxid, result } => {
-                self.saw(zxid);
-                if matches!(&result, Err(e) if matches!(e.error, ZkError::SessionExpired(_))) {
-                    self.link.mark_expired();
-                }
-                Ok((zxid, result))
-            }
-            other => unreachable!("a write answers a write reply, got {other:?}"),
+        let (zxid, result) = self.attempt(request, WRITE_TIMEOUT).await?.into_write();
+        self.saw(zxid);
+        if matches!(&result, Err(e) if matches!(e.error, ZkError::SessionExpired(_))) {
+            self.link.mark_expired();
         }
+        Ok((zxid, result))
     }
 
     /// `exists`, and the zxid it was served at (a watch set by it sees the changes after that).
     pub async fn exists(&self, path: &str, budget: Duration) -> Result<(Option<Stat>, Revision), ZkCallError> {
         let request = ZkRequest::Exists { path: path.to_string(), seen: self.seen() };
-        match self.read(request, budget).await? {
-            ZkReply::Exists { zxid, result } => Ok((result?, zxid)),
-            other => unreachable!("exists answers an exists reply, got {other:?}"),
-        }
+        let (zxid, result) = self.read(request, budget).await?.into_exists();
+        Ok((result?, zxid))
     }
 
     pub async fn get_data(&self, path: &str, budget: Duration) -> Result<((String, Stat), Revision), ZkCallError> {
         let request = ZkRequest::GetData { path: path.to_string(), seen: self.seen() };
-        match self.read(request, budget).await? {
-            ZkReply::Data { zxid, result } => Ok((result?, zxid)),
-            other => unreachable!("getData answers a data reply, got {other:?}"),
-        }
+        let (zxid, result) = self.read(request, budget).await?.into_data();
+        Ok((result?, zxid))
     }
 
     /// `getData` that answers `None` for a node that does not exist, with the zxid it was read
@@ -321,28 +313,22 @@ impl ZkClient {
         budget: Duration,
     ) -> Result<(Option<(String, Stat)>, Revision), ZkCallError> {
         let request = ZkRequest::GetData { path: path.to_string(), seen: self.seen() };
-        match self.read(request, budget).await? {
-            ZkReply::Data { zxid, result: Err(ZkError::NoNode(_)) } => Ok((None, zxid)),
-            ZkReply::Data { zxid, result } => Ok((Some(result?), zxid)),
-            other => unreachable!("getData answers a data reply, got {other:?}"),
+        match self.read(request, budget).await?.into_data() {
+            (zxid, Err(ZkError::NoNode(_))) => Ok((None, zxid)),
+            (zxid, result) => Ok((Some(result?), zxid)),
         }
     }
 
     /// The sorted child names, and the zxid they were read at.
     pub async fn get_children(&self, path: &str, budget: Duration) -> Result<(Vec<String>, Revision), ZkCallError> {
         let request = ZkRequest::GetChildren { path: path.to_string(), seen: self.seen() };
-        match self.read(request, budget).await? {
-            ZkReply::Children { zxid, result } => Ok((result?, zxid)),
-            other => unreachable!("getChildren answers a children reply, got {other:?}"),
-        }
+        let (zxid, result) = self.read(request, budget).await?.into_children();
+        Ok((result?, zxid))
     }
 
     /// Makes the connected server catch up with the leader, so that the next read is not stale.
     pub async fn sync(&self, budget: Duration) -> Result<Revision, ZkCallError> {
-        match self.read(ZkRequest::Sync, budget).await? {
-            ZkReply::Synced { zxid } => Ok(zxid),
-            other => unreachable!("sync answers a synced reply, got {other:?}"),
-        }
+        Ok(self.read(ZkRequest::Sync, budget).await?.into_synced())
     }
 
     /// One long-poll for the notifications of a watch on `path` of `kind` set at zxid `after`.
@@ -355,13 +341,12 @@ impl ZkClient {
         wait: Duration,
     ) -> Result<(Vec<WatchedEvent>, Revision), PollError> {
         let request = ZkRequest::Watch { path: path.to_string(), kind, after, wait_ms: wait.as_millis() as u64 };
-        match self.attempt(request, wait + READ_TIMEOUT).await {
-            Ok(ZkReply::Watch { zxid, result: Ok(events) }) => {
+        match self.attempt(request, wait + READ_TIMEOUT).await.map(ZkReply::into_watch) {
+            Ok((zxid, Ok(events))) => {
                 let resume = events.last().map_or(after.max(zxid), |event| event.zxid);
                 Ok((events, resume))
             }
-            Ok(ZkReply::Watch { result: Err(error), .. }) => Err(PollError::Store(error)),
-            Ok(other) => unreachable!("a watch answers a watch reply, got {other:?}"),
+            Ok((_, Err(error))) => Err(PollError::Store(error)),
             Err(error) => Err(PollError::Call(error)),
         }
     }
@@ -423,10 +408,7 @@ impl ZkClient {
         } else {
             call.await?
         };
-        match reply {
-            ClientReply::Zk(reply) => Ok(reply),
-            other => unreachable!("a ZooKeeper request answers a ZooKeeper reply, got {other:?}"),
-        }
+        Ok(reply.into_zk())
     }
 
     /// One call to the connected server, answered by what the request asks for (`Zk`, or for a

@@ -84,7 +84,7 @@ pub(super) async fn cas(
         Ok((_, Ok(results))) => {
             let stat = match results.into_iter().next() {
                 Some(ZkOpResult::Created { stat, .. } | ZkOpResult::SetData { stat }) => stat,
-                other => unreachable!("a create or setData answers its stat, got {other:?}"),
+                other => crate::rpc::answered_wrongly("a create or setData", &other),
             };
             recorder.ok(node, op, Return::Cas { swapped: true, revision: stat.mzxid });
             Some(Step::learned(stat.mzxid, Seen { value: Some(new), version: stat.version }))
@@ -108,6 +108,6 @@ pub(super) async fn cas(
 fn set_data_stat(results: Vec<ZkOpResult>) -> crate::zk::Stat {
     match results.into_iter().next() {
         Some(ZkOpResult::SetData { stat }) => stat,
-        other => unreachable!("a setData answers its stat, got {other:?}"),
+        other => crate::rpc::answered_wrongly("a setData", &other),
     }
 }

@@ -28,6 +28,17 @@ pub enum ApplyResult {
     Internal,
 }
 
+impl ApplyResult {
+    /// What a client's command applied as: entries proposed for clients are never blank or
+    /// membership entries, so anything else is a bug in our server and stops the run.
+    pub fn into_command(self) -> CommandResponse {
+        match self {
+            ApplyResult::Command(response) => response,
+            ApplyResult::Internal => crate::rpc::answered_wrongly("a client command", &"an internal entry"),
+        }
+    }
+}
+
 openraft::declare_raft_types!(
     /// openraft types of coordsim's replicated store.
     pub TypeConfig:

@@ -22,7 +22,8 @@ use crate::raft::{
     AppendRpc, AppendStreams, Applied, ApplyResult, Durable, LogStore, Network, OnAppend, PreVoteRpc, Raft,
     SnapshotRpc, StateMachine, StreamAppendRpc, VoteRpc, is_higher_vote,
 };
-use crate::recipe::mutex::{EtcdMutex, MutexInput, MutexStep};
+use crate::recipe::mutex::EtcdMutex;
+use crate::recipe::{EtcdInput, EtcdStep};
 use crate::recorder::Recorder;
 use crate::rpc::{ClientReply, ClientRequest, WatchBatch, WatchOptions};
 use crate::scenario::Bugs;
@@ -368,10 +369,7 @@ impl Server {
             *ttl_ms = (*ttl_ms).max(LEASE_TTL_MIN_MS);
         }
         match self.raft.client_write(command).await {
-            Ok(response) => match response.data {
-                ApplyResult::Command(response) => ClientReply::Write(response),
-                ApplyResult::Internal => unreachable!("a client command applies as a command"),
-            },
+            Ok(response) => ClientReply::Write(response.data.into_command()),
             Err(error) => match error.forward_to_leader() {
                 Some(forward) => ClientReply::NotLeader { leader: forward.leader_id },
                 None => ClientReply::Unavailable { reason: error.to_string() },
@@ -460,33 +458,33 @@ impl Server {
 
     /// Runs the mutex recipe on this server until the caller holds the lock: `Locked`, or why
     /// not (`LockFailed`, `NotLeader`, `Unavailable`).
-    async fn run_mutex(&self, mut mutex: EtcdMutex, mut step: MutexStep) -> ClientReply {
+    async fn run_mutex(&self, mut mutex: EtcdMutex, mut step: EtcdStep) -> ClientReply {
         loop {
             step = match step {
-                MutexStep::Txn(txn) => match self.write(Command::Txn(txn)).await {
-                    ClientReply::Write(CommandResponse::Txn(response)) => mutex.step(MutexInput::Txn(response)),
+                EtcdStep::Txn(txn) => match self.write(Command::Txn(txn)).await {
+                    ClientReply::Write(CommandResponse::Txn(response)) => mutex.step(EtcdInput::Txn(response)),
                     ClientReply::Write(CommandResponse::Error(error)) => {
                         return ClientReply::LockFailed { reason: error.to_string() };
                     }
                     other => return other,
                 },
-                MutexStep::Range(request) => {
+                EtcdStep::Range(request) => {
                     if let Err(reply) = self.read_index().await {
                         return reply;
                     }
                     match lock(&self.applied).store.range(&request) {
-                        Ok(response) => mutex.step(MutexInput::Range(response)),
+                        Ok(response) => mutex.step(EtcdInput::Range(response)),
                         Err(error) => return ClientReply::LockFailed { reason: error.to_string() },
                     }
                 }
-                MutexStep::WaitDelete { key, from_revision } => {
+                EtcdStep::WaitDelete { key, from_revision } => {
                     if !self.wait_delete(&key, from_revision).await {
                         return ClientReply::Unavailable { reason: "lost leadership while waiting".into() };
                     }
-                    mutex.step(MutexInput::Deleted)
+                    mutex.step(EtcdInput::Deleted)
                 }
-                MutexStep::Acquired { key, token } => return ClientReply::Locked { key, revision: token },
-                MutexStep::Failed(error) => return ClientReply::LockFailed { reason: error.to_string() },
+                EtcdStep::Acquired { key, token } => return ClientReply::Locked { key, revision: token },
+                EtcdStep::Failed(error) => return ClientReply::LockFailed { reason: error.to_string() },
             };
         }
     }

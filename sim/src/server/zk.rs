@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use super::{Server, lock};
-use crate::raft::ApplyResult;
 use crate::rpc::{ClientReply, ClientRequest, ZkReply, ZkRequest};
 use crate::store::{Command, CommandResponse, Revision, Store};
 use crate::zk::{WatchKind, ZkWrite, tree, watch};
@@ -94,8 +93,7 @@ impl Server {
             return self.write(command).await;
         }
         match self.forward(command).await {
-            Ok(ApplyResult::Command(response)) => ClientReply::Write(response),
-            Ok(ApplyResult::Internal) => unreachable!("a client command applies as a command"),
+            Ok(applied) => ClientReply::Write(applied.into_command()),
             Err(reason) => ClientReply::Unavailable { reason: format!("forwarding to the leader: {reason}") },
         }
     }
@@ -163,15 +161,14 @@ impl Server {
             }
         } else {
             match self.forward(command).await {
-                Ok(ApplyResult::Command(response)) => response,
-                Ok(ApplyResult::Internal) => unreachable!("a client command applies as a command"),
+                Ok(applied) => applied.into_command(),
                 Err(reason) => {
                     return ClientReply::Unavailable { reason: format!("forwarding to the leader: {reason}") };
                 }
             }
         };
         let CommandResponse::Zk { header, result } = response else {
-            unreachable!("a ZooKeeper write is answered by a ZooKeeper response, got {response:?}")
+            crate::rpc::answered_wrongly("a ZooKeeper write", &response)
         };
         if !self.wait_applied(header.revision).await {
             return ClientReply::Unavailable { reason: format!("zxid {} not applied here in time", header.revision) };

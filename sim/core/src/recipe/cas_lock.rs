@@ -10,28 +10,11 @@
 //! Unlock deletes the key only if it is still ours (compare its create_revision with our token),
 //! so a holder whose lease expired cannot delete its successor's key.
 
+use super::{EtcdInput, EtcdRecipe, EtcdStep, RecipeError};
 use crate::store::{
     Compare, CompareResult, CompareTarget, DeleteRangeRequest, KeyRange, LeaseId, Revision, TxnOp, TxnOpResponse,
     TxnRequest, TxnResponse,
 };
-
-/// What the driver must do next.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CasStep {
-    /// Send this txn as a write; feed back the response with [`CasLock::on_txn`].
-    Txn(TxnRequest),
-    /// Watch `key` from `from_revision` until it is deleted, then call [`CasLock::retry`].
-    WaitDelete {
-        key: String,
-        from_revision: Revision,
-    },
-    Acquired {
-        key: String,
-        token: Revision,
-    },
-    /// A response the protocol does not allow here: a bug in the driver or the server.
-    Failed(&'static str),
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CasLock {
@@ -42,19 +25,19 @@ pub struct CasLock {
 
 impl CasLock {
     /// Starts acquiring the lock `key` for `owner` (its value) under `lease`.
-    pub fn lock(key: &str, owner: &str, lease: LeaseId) -> (CasLock, CasStep) {
+    pub fn lock(key: &str, owner: &str, lease: LeaseId) -> (CasLock, EtcdStep) {
         let lock = CasLock { key: key.to_string(), owner: owner.to_string(), lease };
         let step = lock.attempt();
         (lock, step)
     }
 
-    fn attempt(&self) -> CasStep {
-        CasStep::Txn(super::create_or_read(&self.key, &self.owner, self.lease))
+    fn attempt(&self) -> EtcdStep {
+        EtcdStep::Txn(super::create_or_read(&self.key, &self.owner, self.lease))
     }
 
-    pub fn on_txn(&self, response: TxnResponse) -> CasStep {
+    fn on_txn(&self, response: TxnResponse) -> EtcdStep {
         if response.succeeded {
-            return CasStep::Acquired { key: self.key.clone(), token: response.header.revision };
+            return EtcdStep::Acquired { key: self.key.clone(), token: response.header.revision };
         }
         match response.responses.as_slice() {
             [TxnOpResponse::Range(range)] => match range.kvs.first() {
@@ -65,24 +48,40 @@ impl CasLock {
                 // slows replies past the client's RPC timeout). etcd's own mutex recipe reads back
                 // its own key for the same reason.
                 Some(holder) if holder.lease == self.lease && holder.value == self.owner => {
-                    CasStep::Acquired { key: self.key.clone(), token: holder.create_revision }
+                    EtcdStep::Acquired { key: self.key.clone(), token: holder.create_revision }
                 }
-                Some(holder) => CasStep::WaitDelete { key: self.key.clone(), from_revision: holder.mod_revision + 1 },
+                Some(holder) => EtcdStep::WaitDelete { key: self.key.clone(), from_revision: holder.mod_revision + 1 },
                 // Deleted between the compare and the read of the same txn: impossible, a txn is
                 // atomic; but trying again is the right answer either way.
                 None => self.attempt(),
             },
-            _ => CasStep::Failed("the failure branch answers one range"),
+            _ => EtcdStep::Failed(RecipeError::Protocol("the failure branch answers one range")),
         }
-    }
-
-    /// The watched key was deleted: try again.
-    pub fn retry(&self) -> CasStep {
-        self.attempt()
     }
 
     pub fn key(&self) -> &str {
         &self.key
+    }
+}
+
+impl EtcdRecipe for CasLock {
+    /// A txn's answer says whether we hold the lock; a delete of the watched key means: try again.
+    fn step(&mut self, input: EtcdInput) -> EtcdStep {
+        match input {
+            EtcdInput::Txn(response) => self.on_txn(response),
+            EtcdInput::Deleted => self.attempt(),
+            EtcdInput::Range(_) => EtcdStep::Failed(RecipeError::Protocol("the compare-and-swap lock reads nothing")),
+        }
+    }
+
+    /// Every waiter watches the one lock key: a wakeup names the node.
+    fn waiter(&self, node: &str) -> String {
+        node.to_string()
+    }
+
+    /// The key is the lock itself, held by someone else while we wait: never ours to delete.
+    fn own_key(&self) -> Option<&str> {
+        None
     }
 }
 
@@ -123,12 +122,12 @@ mod tests {
     fn first_caller_acquires_and_others_wait_on_the_same_key() {
         let mut store = Store::new();
         let (a, b, c) = (lease(&mut store), lease(&mut store), lease(&mut store));
-        let (first, CasStep::Txn(t1)) = CasLock::lock("/l", "c1", a) else { panic!() };
-        let CasStep::Acquired { token, .. } = first.on_txn(txn(&mut store, t1)) else { panic!("c1 acquires") };
+        let (first, EtcdStep::Txn(t1)) = CasLock::lock("/l", "c1", a) else { panic!() };
+        let EtcdStep::Acquired { token, .. } = first.on_txn(txn(&mut store, t1)) else { panic!("c1 acquires") };
         for (owner, lease) in [("c2", b), ("c3", c)] {
-            let (waiter, CasStep::Txn(t)) = CasLock::lock("/l", owner, lease) else { panic!() };
+            let (waiter, EtcdStep::Txn(t)) = CasLock::lock("/l", owner, lease) else { panic!() };
             let step = waiter.on_txn(txn(&mut store, t));
-            assert_eq!(step, CasStep::WaitDelete { key: "/l".into(), from_revision: token + 1 }, "the herd");
+            assert_eq!(step, EtcdStep::WaitDelete { key: "/l".into(), from_revision: token + 1 }, "the herd");
         }
     }
 
@@ -136,23 +135,23 @@ mod tests {
     fn a_retried_create_recognises_its_own_key() {
         let mut store = Store::new();
         let a = lease(&mut store);
-        let (lock, CasStep::Txn(t)) = CasLock::lock("/l", "c1", a) else { panic!() };
+        let (lock, EtcdStep::Txn(t)) = CasLock::lock("/l", "c1", a) else { panic!() };
         let first = txn(&mut store, t.clone());
         assert!(first.succeeded);
         // The reply to the first attempt was lost; the client sent the same txn again.
         let step = lock.on_txn(txn(&mut store, t));
-        assert_eq!(step, CasStep::Acquired { key: "/l".into(), token: first.header.revision });
+        assert_eq!(step, EtcdStep::Acquired { key: "/l".into(), token: first.header.revision });
     }
 
     #[test]
     fn unlock_deletes_only_our_own_key() {
         let mut store = Store::new();
         let (a, b) = (lease(&mut store), lease(&mut store));
-        let (first, CasStep::Txn(t1)) = CasLock::lock("/l", "c1", a) else { panic!() };
-        let CasStep::Acquired { token: old, .. } = first.on_txn(txn(&mut store, t1)) else { panic!() };
+        let (first, EtcdStep::Txn(t1)) = CasLock::lock("/l", "c1", a) else { panic!() };
+        let EtcdStep::Acquired { token: old, .. } = first.on_txn(txn(&mut store, t1)) else { panic!() };
         store.apply(&Command::LeaseRevoke { id: a, reason: crate::store::RevokeReason::Expired });
-        let (second, CasStep::Txn(t2)) = CasLock::lock("/l", "c2", b) else { panic!() };
-        let CasStep::Acquired { token: new, .. } = second.on_txn(txn(&mut store, t2)) else { panic!() };
+        let (second, EtcdStep::Txn(t2)) = CasLock::lock("/l", "c2", b) else { panic!() };
+        let EtcdStep::Acquired { token: new, .. } = second.on_txn(txn(&mut store, t2)) else { panic!() };
         assert!(new > old);
         assert!(!txn(&mut store, unlock("/l", old)).succeeded, "the stale holder cannot delete c2's key");
         assert!(txn(&mut store, unlock("/l", new)).succeeded);

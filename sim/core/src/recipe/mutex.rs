@@ -12,44 +12,10 @@
 //!
 //! Unlocking deletes the key, which wakes the successor.
 
-use super::EntryLifetime;
+use super::{EntryLifetime, EtcdInput, EtcdRecipe, EtcdStep, RecipeError};
 use crate::store::{
-    KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnRequest,
-    TxnResponse,
+    KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, SortOrder, SortTarget, TxnOp, TxnOpResponse, TxnResponse,
 };
-
-/// What the driver must do next.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MutexStep {
-    /// Send this txn as a write; feed back [`MutexInput::Txn`].
-    Txn(TxnRequest),
-    /// Send this as a linearizable read; feed back [`MutexInput::Range`].
-    Range(RangeRequest),
-    /// Watch `key` from `from_revision` until a delete event; then feed back
-    /// [`MutexInput::Deleted`].
-    WaitDelete { key: String, from_revision: Revision },
-    /// The lock is held; `token` is our key's create_revision.
-    Acquired { key: String, token: Revision },
-    /// The lock cannot be acquired with this session.
-    Failed(MutexError),
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MutexInput {
-    Txn(TxnResponse),
-    Range(RangeResponse),
-    Deleted,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum MutexError {
-    /// Our key vanished while waiting: the session's lease expired.
-    #[error("session expired: the lock key {0} is gone")]
-    SessionExpired(String),
-    /// A response that the protocol does not allow at this point: a bug in the driver or server.
-    #[error("unexpected response in state {0}")]
-    Protocol(&'static str),
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
@@ -75,25 +41,25 @@ pub struct EtcdMutex {
 
 impl EtcdMutex {
     /// Starts acquiring the lock `prefix` for the session `lease`; returns the first step.
-    pub fn lock(prefix: &str, lease: LeaseId) -> (EtcdMutex, MutexStep) {
+    pub fn lock(prefix: &str, lease: LeaseId) -> (EtcdMutex, EtcdStep) {
         Self::lock_checked(prefix, lease, true)
     }
 
     /// [`EtcdMutex::lock`], with the final check of our own key on or off (off: the
     /// `grant_without_lease_check` bug).
-    pub fn lock_checked(prefix: &str, lease: LeaseId, check_own_key: bool) -> (EtcdMutex, MutexStep) {
+    pub fn lock_checked(prefix: &str, lease: LeaseId, check_own_key: bool) -> (EtcdMutex, EtcdStep) {
         Self::start(prefix, lease, "", check_own_key, EntryLifetime::Session)
     }
 
     /// [`EtcdMutex::lock`] with the key's lifetime: [`EntryLifetime::Persistent`] puts it without
     /// a lease (still named after the session's lease, so each session has its own key).
-    pub fn lock_for(prefix: &str, lease: LeaseId, lifetime: EntryLifetime) -> (EtcdMutex, MutexStep) {
+    pub fn lock_for(prefix: &str, lease: LeaseId, lifetime: EntryLifetime) -> (EtcdMutex, EtcdStep) {
         Self::start(prefix, lease, "", true, lifetime)
     }
 
     /// etcd's election Campaign (client/v3/concurrency/election.go) is the same queue: the
     /// candidate's key holds its proposal `value`, and the oldest key is the leader.
-    pub fn campaign(prefix: &str, lease: LeaseId, value: &str) -> (EtcdMutex, MutexStep) {
+    pub fn campaign(prefix: &str, lease: LeaseId, value: &str) -> (EtcdMutex, EtcdStep) {
         Self::start(prefix, lease, value, true, EntryLifetime::Session)
     }
 
@@ -103,7 +69,7 @@ impl EtcdMutex {
         value: &str,
         check_own_key: bool,
         lifetime: EntryLifetime,
-    ) -> (EtcdMutex, MutexStep) {
+    ) -> (EtcdMutex, EtcdStep) {
         let key = holder_key(prefix, lease);
         let mutex = EtcdMutex {
             prefix: prefix.to_string(),
@@ -116,7 +82,7 @@ impl EtcdMutex {
         let mut txn = super::create_or_read(&key, value, lifetime.key_lease(lease));
         txn.success.push(TxnOp::Range(oldest.clone()));
         txn.failure.push(TxnOp::Range(oldest));
-        (mutex, MutexStep::Txn(txn))
+        (mutex, EtcdStep::Txn(txn))
     }
 
     /// This session's key under the lock prefix.
@@ -124,81 +90,95 @@ impl EtcdMutex {
         &self.key
     }
 
-    pub fn step(&mut self, input: MutexInput) -> MutexStep {
+    pub fn step(&mut self, input: EtcdInput) -> EtcdStep {
         match (&self.state, input) {
-            (State::Creating, MutexInput::Txn(response)) => self.on_created(response),
-            (State::FindingPredecessor, MutexInput::Range(response)) => self.on_predecessor(response),
-            (State::WaitingForDelete, MutexInput::Deleted) => self.find_predecessor(),
-            (State::CheckingOwnKey, MutexInput::Range(response)) => {
+            (State::Creating, EtcdInput::Txn(response)) => self.on_created(response),
+            (State::FindingPredecessor, EtcdInput::Range(response)) => self.on_predecessor(response),
+            (State::WaitingForDelete, EtcdInput::Deleted) => self.find_predecessor(),
+            (State::CheckingOwnKey, EtcdInput::Range(response)) => {
                 self.state = State::Done;
                 if response.kvs.is_empty() {
-                    MutexStep::Failed(MutexError::SessionExpired(self.key.clone()))
+                    EtcdStep::Failed(RecipeError::SessionExpired(self.key.clone()))
                 } else {
-                    MutexStep::Acquired { key: self.key.clone(), token: self.my_revision }
+                    EtcdStep::Acquired { key: self.key.clone(), token: self.my_revision }
                 }
             }
             (state, _) => {
                 let name = state_name(state);
                 self.state = State::Done;
-                MutexStep::Failed(MutexError::Protocol(name))
+                EtcdStep::Failed(RecipeError::Protocol(name))
             }
         }
     }
 
-    fn on_created(&mut self, response: TxnResponse) -> MutexStep {
+    fn on_created(&mut self, response: TxnResponse) -> EtcdStep {
         let (my_revision, oldest) = match (response.succeeded, response.responses.as_slice()) {
             (true, [TxnOpResponse::Put(_), TxnOpResponse::Range(oldest)]) => (response.header.revision, oldest),
             (false, [TxnOpResponse::Range(mine), TxnOpResponse::Range(oldest)]) => match mine.kvs.first() {
                 Some(kv) => (kv.create_revision, oldest),
                 None => {
-                    return self.fail(MutexError::Protocol("creating: compare failed but the key is missing"));
+                    return self.fail(RecipeError::Protocol("creating: compare failed but the key is missing"));
                 }
             },
-            _ => return self.fail(MutexError::Protocol("creating")),
+            _ => return self.fail(RecipeError::Protocol("creating")),
         };
         self.my_revision = my_revision;
         match oldest.kvs.first() {
             Some(owner) if owner.create_revision == my_revision => {
                 self.state = State::Done;
-                MutexStep::Acquired { key: self.key.clone(), token: my_revision }
+                EtcdStep::Acquired { key: self.key.clone(), token: my_revision }
             }
             _ => self.find_predecessor(),
         }
     }
 
-    fn find_predecessor(&mut self) -> MutexStep {
+    fn find_predecessor(&mut self) -> EtcdStep {
         self.state = State::FindingPredecessor;
         let mut request = RangeRequest::new(KeyRange::Prefix(self.prefix_dir()));
         request.max_create_revision = self.my_revision - 1;
         request.sort = Some((SortTarget::CreateRevision, SortOrder::Descend));
         request.limit = 1;
-        MutexStep::Range(request)
+        EtcdStep::Range(request)
     }
 
-    fn on_predecessor(&mut self, response: RangeResponse) -> MutexStep {
+    fn on_predecessor(&mut self, response: RangeResponse) -> EtcdStep {
         match response.kvs.first() {
             Some(predecessor) => {
                 self.state = State::WaitingForDelete;
-                MutexStep::WaitDelete { key: predecessor.key.clone(), from_revision: response.header.revision + 1 }
+                EtcdStep::WaitDelete { key: predecessor.key.clone(), from_revision: response.header.revision + 1 }
             }
             None if !self.check_own_key => {
                 self.state = State::Done;
-                MutexStep::Acquired { key: self.key.clone(), token: self.my_revision }
+                EtcdStep::Acquired { key: self.key.clone(), token: self.my_revision }
             }
             None => {
                 self.state = State::CheckingOwnKey;
-                MutexStep::Range(RangeRequest::new(KeyRange::Key(self.key.clone())))
+                EtcdStep::Range(RangeRequest::new(KeyRange::Key(self.key.clone())))
             }
         }
     }
 
-    fn fail(&mut self, error: MutexError) -> MutexStep {
+    fn fail(&mut self, error: RecipeError) -> EtcdStep {
         self.state = State::Done;
-        MutexStep::Failed(error)
+        EtcdStep::Failed(error)
     }
 
     fn prefix_dir(&self) -> String {
         format!("{}/", self.prefix)
+    }
+}
+
+impl EtcdRecipe for EtcdMutex {
+    fn step(&mut self, input: EtcdInput) -> EtcdStep {
+        EtcdMutex::step(self, input)
+    }
+
+    fn waiter(&self, _node: &str) -> String {
+        self.key.clone()
+    }
+
+    fn own_key(&self) -> Option<&str> {
+        Some(&self.key)
     }
 }
 
@@ -231,15 +211,15 @@ mod tests {
     use crate::store::{Command, CommandResponse, DeleteRangeRequest, RevokeReason, Store};
 
     /// Drives a mutex against a store until it needs to wait for a delete or finishes.
-    fn drive(store: &mut Store, mutex: &mut EtcdMutex, mut step: MutexStep) -> MutexStep {
+    fn drive(store: &mut Store, mutex: &mut EtcdMutex, mut step: EtcdStep) -> EtcdStep {
         loop {
             step = match step {
-                MutexStep::Txn(txn) => match store.apply(&Command::Txn(txn)) {
-                    CommandResponse::Txn(response) => mutex.step(MutexInput::Txn(response)),
+                EtcdStep::Txn(txn) => match store.apply(&Command::Txn(txn)) {
+                    CommandResponse::Txn(response) => mutex.step(EtcdInput::Txn(response)),
                     other => panic!("txn failed: {other:?}"),
                 },
-                MutexStep::Range(request) => {
-                    mutex.step(MutexInput::Range(store.range(&request).expect("range at the current revision")))
+                EtcdStep::Range(request) => {
+                    mutex.step(EtcdInput::Range(store.range(&request).expect("range at the current revision")))
                 }
                 done => return done,
             }
@@ -266,7 +246,7 @@ mod tests {
         let step = drive(&mut store, &mut mutex, step);
         let key = holder_key("/lock/r", lease);
         let created = store.range(&RangeRequest::new(KeyRange::Key(key.clone()))).unwrap().kvs[0].create_revision;
-        assert_eq!(step, MutexStep::Acquired { key, token: created });
+        assert_eq!(step, EtcdStep::Acquired { key, token: created });
     }
 
     #[test]
@@ -276,7 +256,7 @@ mod tests {
         for (lifetime, attached) in [(EntryLifetime::Session, lease), (EntryLifetime::Persistent, 0)] {
             let prefix = format!("/lock/{lifetime:?}");
             let (mut mutex, step) = EtcdMutex::lock_for(&prefix, lease, lifetime);
-            let MutexStep::Acquired { key, .. } = drive(&mut store, &mut mutex, step) else { panic!("uncontended") };
+            let EtcdStep::Acquired { key, .. } = drive(&mut store, &mut mutex, step) else { panic!("uncontended") };
             assert_eq!(key, holder_key(&prefix, lease));
             let kv = store.range(&RangeRequest::new(KeyRange::Key(key))).unwrap().kvs[0].clone();
             assert_eq!(kv.lease, attached, "{lifetime:?}");
@@ -294,15 +274,15 @@ mod tests {
             steps.push(drive(&mut store, &mut mutex, step));
             mutexes.push(mutex);
         }
-        assert!(matches!(steps[0], MutexStep::Acquired { .. }));
+        assert!(matches!(steps[0], EtcdStep::Acquired { .. }));
         // Herd-free: the third waits on the second, not on the holder.
-        assert!(matches!(&steps[1], MutexStep::WaitDelete { key, .. } if key == mutexes[0].key()));
-        assert!(matches!(&steps[2], MutexStep::WaitDelete { key, .. } if key == mutexes[1].key()));
+        assert!(matches!(&steps[1], EtcdStep::WaitDelete { key, .. } if key == mutexes[0].key()));
+        assert!(matches!(&steps[2], EtcdStep::WaitDelete { key, .. } if key == mutexes[1].key()));
 
         delete(&mut store, &mutexes[0].key().to_string());
-        let step = mutexes[1].step(MutexInput::Deleted);
+        let step = mutexes[1].step(EtcdInput::Deleted);
         let step = drive(&mut store, &mut mutexes[1], step);
-        assert!(matches!(step, MutexStep::Acquired { ref key, .. } if key == mutexes[1].key()));
+        assert!(matches!(step, EtcdStep::Acquired { ref key, .. } if key == mutexes[1].key()));
     }
 
     #[test]
@@ -311,14 +291,14 @@ mod tests {
         let first = grant(&mut store, 5000);
         let second = grant(&mut store, 5000);
         let (mut m1, s1) = EtcdMutex::lock("/lock/r", first);
-        let MutexStep::Acquired { token: t1, key: k1 } = drive(&mut store, &mut m1, s1) else {
+        let EtcdStep::Acquired { token: t1, key: k1 } = drive(&mut store, &mut m1, s1) else {
             panic!("first acquires")
         };
         let (mut m2, s2) = EtcdMutex::lock("/lock/r", second);
-        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::WaitDelete { .. }));
+        assert!(matches!(drive(&mut store, &mut m2, s2), EtcdStep::WaitDelete { .. }));
         delete(&mut store, &k1);
-        let s2 = m2.step(MutexInput::Deleted);
-        let MutexStep::Acquired { token: t2, .. } = drive(&mut store, &mut m2, s2) else { panic!("second acquires") };
+        let s2 = m2.step(EtcdInput::Deleted);
+        let EtcdStep::Acquired { token: t2, .. } = drive(&mut store, &mut m2, s2) else { panic!("second acquires") };
         assert!(t2 > t1, "token {t2} after {t1}");
     }
 
@@ -328,13 +308,13 @@ mod tests {
         let holder = grant(&mut store, 5000);
         let waiter = grant(&mut store, 1000);
         let (mut m1, s1) = EtcdMutex::lock("/lock/r", holder);
-        let MutexStep::Acquired { key: k1, .. } = drive(&mut store, &mut m1, s1) else { panic!("holder acquires") };
+        let EtcdStep::Acquired { key: k1, .. } = drive(&mut store, &mut m1, s1) else { panic!("holder acquires") };
         let (mut m2, s2) = EtcdMutex::lock("/lock/r", waiter);
-        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::WaitDelete { .. }));
+        assert!(matches!(drive(&mut store, &mut m2, s2), EtcdStep::WaitDelete { .. }));
         store.apply(&Command::LeaseRevoke { id: waiter, reason: RevokeReason::Expired });
         delete(&mut store, &k1);
-        let s2 = m2.step(MutexInput::Deleted);
-        assert_eq!(drive(&mut store, &mut m2, s2), MutexStep::Failed(MutexError::SessionExpired(m2.key().to_string())));
+        let s2 = m2.step(EtcdInput::Deleted);
+        assert_eq!(drive(&mut store, &mut m2, s2), EtcdStep::Failed(RecipeError::SessionExpired(m2.key().to_string())));
     }
 
     #[test]
@@ -344,13 +324,13 @@ mod tests {
         let holder = grant(&mut store, 5000);
         let waiter = grant(&mut store, 1000);
         let (mut m1, s1) = EtcdMutex::lock("/lock/r", holder);
-        let MutexStep::Acquired { key: k1, .. } = drive(&mut store, &mut m1, s1) else { panic!("holder acquires") };
+        let EtcdStep::Acquired { key: k1, .. } = drive(&mut store, &mut m1, s1) else { panic!("holder acquires") };
         let (mut m2, s2) = EtcdMutex::lock_checked("/lock/r", waiter, false);
-        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::WaitDelete { .. }));
+        assert!(matches!(drive(&mut store, &mut m2, s2), EtcdStep::WaitDelete { .. }));
         store.apply(&Command::LeaseRevoke { id: waiter, reason: RevokeReason::Expired });
         delete(&mut store, &k1);
-        let s2 = m2.step(MutexInput::Deleted);
-        assert!(matches!(drive(&mut store, &mut m2, s2), MutexStep::Acquired { .. }), "granted to a dead session");
+        let s2 = m2.step(EtcdInput::Deleted);
+        assert!(matches!(drive(&mut store, &mut m2, s2), EtcdStep::Acquired { .. }), "granted to a dead session");
     }
 
     #[test]
@@ -358,15 +338,15 @@ mod tests {
         let mut store = Store::new();
         let lease = grant(&mut store, 5000);
         let (mut m1, s1) = EtcdMutex::lock("/lock/r", lease);
-        let MutexStep::Acquired { token: t1, .. } = drive(&mut store, &mut m1, s1) else { panic!("acquires") };
+        let EtcdStep::Acquired { token: t1, .. } = drive(&mut store, &mut m1, s1) else { panic!("acquires") };
         let (mut again, step) = EtcdMutex::lock("/lock/r", lease);
-        let MutexStep::Acquired { token: t2, .. } = drive(&mut store, &mut again, step) else { panic!("re-acquires") };
+        let EtcdStep::Acquired { token: t2, .. } = drive(&mut store, &mut again, step) else { panic!("re-acquires") };
         assert_eq!(t1, t2, "the same key keeps its create_revision");
     }
 
     #[test]
     fn unexpected_input_fails_loudly_as_a_protocol_error() {
         let (mut mutex, _) = EtcdMutex::lock("/lock/r", 1);
-        assert_eq!(mutex.step(MutexInput::Deleted), MutexStep::Failed(MutexError::Protocol("creating")));
+        assert_eq!(mutex.step(EtcdInput::Deleted), EtcdStep::Failed(RecipeError::Protocol("creating")));
     }
 }

@@ -13,29 +13,11 @@
 //! at once); it orders the grants.
 
 use crate::store::{
-    KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, SortOrder, SortTarget, TxnOpResponse, TxnRequest,
-    TxnResponse,
+    KeyRange, LeaseId, RangeRequest, RangeResponse, Revision, SortOrder, SortTarget, TxnOpResponse, TxnResponse,
 };
 
 use super::mutex::holder_key;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SemaphoreStep {
-    /// Send as a write; feed back [`Semaphore::on_created`].
-    Txn(TxnRequest),
-    /// Send as a linearizable read; feed back [`Semaphore::on_counted`].
-    Range(RangeRequest),
-    /// Watch `key` from `from_revision` until it is deleted; then call [`Semaphore::count`].
-    WaitDelete {
-        key: String,
-        from_revision: Revision,
-    },
-    Acquired {
-        key: String,
-        token: Revision,
-    },
-    Failed(&'static str),
-}
+use super::{EtcdInput, EtcdRecipe, EtcdStep, RecipeError};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Semaphore {
@@ -47,7 +29,7 @@ pub struct Semaphore {
 
 impl Semaphore {
     /// Starts taking one of the `permits` permits of the semaphore `prefix` for `lease`.
-    pub fn acquire(prefix: &str, lease: LeaseId, permits: u32) -> (Semaphore, SemaphoreStep) {
+    pub fn acquire(prefix: &str, lease: LeaseId, permits: u32) -> (Semaphore, EtcdStep) {
         Self::acquire_for(prefix, lease, permits, super::EntryLifetime::Session)
     }
 
@@ -58,25 +40,32 @@ impl Semaphore {
         lease: LeaseId,
         permits: u32,
         lifetime: super::EntryLifetime,
-    ) -> (Semaphore, SemaphoreStep) {
+    ) -> (Semaphore, EtcdStep) {
         assert!(permits >= 1, "a semaphore has at least one permit");
         let key = holder_key(prefix, lease);
         let semaphore = Semaphore { prefix: prefix.to_string(), key: key.clone(), permits, my_revision: 0 };
-        (semaphore, SemaphoreStep::Txn(super::create_or_read(&key, "", lifetime.key_lease(lease))))
+        (semaphore, EtcdStep::Txn(super::create_or_read(&key, "", lifetime.key_lease(lease))))
     }
 
     pub fn key(&self) -> &str {
         &self.key
     }
 
-    pub fn on_created(&mut self, response: TxnResponse) -> SemaphoreStep {
+    /// The number of holders at once.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    fn on_created(&mut self, response: TxnResponse) -> EtcdStep {
         self.my_revision = match (response.succeeded, response.responses.as_slice()) {
             (true, [TxnOpResponse::Put(_)]) => response.header.revision,
             (false, [TxnOpResponse::Range(mine)]) => match mine.kvs.first() {
                 Some(kv) => kv.create_revision,
-                None => return SemaphoreStep::Failed("creating: compare failed but the key is missing"),
+                None => {
+                    return EtcdStep::Failed(RecipeError::Protocol("creating: compare failed but the key is missing"));
+                }
             },
-            _ => return SemaphoreStep::Failed("creating"),
+            _ => return EtcdStep::Failed(RecipeError::Protocol("creating")),
         };
         self.count()
     }
@@ -88,25 +77,45 @@ impl Semaphore {
     /// sets it from the store's range, then prunes), so it counts the waiters behind us too, and a
     /// recipe that trusts it waits for ever (found by running this recipe against real etcd 3.4).
     /// With a filter, etcd applies the limit after pruning and sorting.
-    pub fn count(&self) -> SemaphoreStep {
+    fn count(&self) -> EtcdStep {
         let mut request = RangeRequest::new(KeyRange::Prefix(format!("{}/", self.prefix)));
         request.max_create_revision = self.my_revision - 1;
         request.sort = Some((SortTarget::CreateRevision, SortOrder::Ascend));
         request.limit = self.permits as usize;
         request.keys_only = true;
-        SemaphoreStep::Range(request)
+        EtcdStep::Range(request)
     }
 
-    pub fn on_counted(&self, response: RangeResponse) -> SemaphoreStep {
+    fn on_counted(&self, response: RangeResponse) -> EtcdStep {
         if response.kvs.len() < self.permits as usize {
-            return SemaphoreStep::Acquired { key: self.key.clone(), token: self.my_revision };
+            return EtcdStep::Acquired { key: self.key.clone(), token: self.my_revision };
         }
         match response.kvs.first() {
             Some(oldest) => {
-                SemaphoreStep::WaitDelete { key: oldest.key.clone(), from_revision: response.header.revision + 1 }
+                EtcdStep::WaitDelete { key: oldest.key.clone(), from_revision: response.header.revision + 1 }
             }
-            None => SemaphoreStep::Failed("counting: keys counted but none returned"),
+            None => EtcdStep::Failed(RecipeError::Protocol("counting: keys counted but none returned")),
         }
+    }
+}
+
+impl EtcdRecipe for Semaphore {
+    /// Created (or found) our key: count the keys ahead; counted: hold or wait; a key ahead
+    /// deleted: count again (any departure ahead of us may free a permit).
+    fn step(&mut self, input: EtcdInput) -> EtcdStep {
+        match input {
+            EtcdInput::Txn(response) => self.on_created(response),
+            EtcdInput::Range(response) => self.on_counted(response),
+            EtcdInput::Deleted => self.count(),
+        }
+    }
+
+    fn waiter(&self, _node: &str) -> String {
+        self.key.clone()
+    }
+
+    fn own_key(&self) -> Option<&str> {
+        Some(&self.key)
     }
 }
 
@@ -122,14 +131,14 @@ mod tests {
         }
     }
 
-    fn drive(store: &mut Store, semaphore: &mut Semaphore, mut step: SemaphoreStep) -> SemaphoreStep {
+    fn drive(store: &mut Store, semaphore: &mut Semaphore, mut step: EtcdStep) -> EtcdStep {
         loop {
             step = match step {
-                SemaphoreStep::Txn(txn) => match store.apply(&Command::Txn(txn)) {
+                EtcdStep::Txn(txn) => match store.apply(&Command::Txn(txn)) {
                     CommandResponse::Txn(response) => semaphore.on_created(response),
                     other => panic!("{other:?}"),
                 },
-                SemaphoreStep::Range(range) => semaphore.on_counted(store.range(&range).unwrap()),
+                EtcdStep::Range(range) => semaphore.on_counted(store.range(&range).unwrap()),
                 done => return done,
             }
         }
@@ -144,13 +153,13 @@ mod tests {
             let (mut semaphore, step) = Semaphore::acquire("/s", id, 2);
             steps.push((drive(&mut store, &mut semaphore, step), semaphore));
         }
-        let SemaphoreStep::Acquired { key: oldest, .. } = steps[0].0.clone() else { panic!("{:?}", steps[0].0) };
-        assert!(matches!(steps[1].0, SemaphoreStep::Acquired { .. }), "two permits: the second holds too");
-        let SemaphoreStep::WaitDelete { key, .. } = steps[2].0.clone() else { panic!("{:?}", steps[2].0) };
+        let EtcdStep::Acquired { key: oldest, .. } = steps[0].0.clone() else { panic!("{:?}", steps[0].0) };
+        assert!(matches!(steps[1].0, EtcdStep::Acquired { .. }), "two permits: the second holds too");
+        let EtcdStep::WaitDelete { key, .. } = steps[2].0.clone() else { panic!("{:?}", steps[2].0) };
         assert_eq!(key, oldest, "the third waits for the oldest holder");
         store.apply(&Command::DeleteRange(DeleteRangeRequest { range: KeyRange::Key(oldest), prev_kv: false }));
         let third = &mut steps[2].1;
         let step = third.count();
-        assert!(matches!(drive(&mut store, third, step), SemaphoreStep::Acquired { .. }));
+        assert!(matches!(drive(&mut store, third, step), EtcdStep::Acquired { .. }));
     }
 }
