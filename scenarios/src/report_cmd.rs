@@ -276,14 +276,27 @@ pub fn report(paths: &[PathBuf]) -> Result<ExitCode, InputError> {
             for line in rerender_sweep(&dir)? {
                 crate::outln!("{line}");
             }
+        } else if dir.join("detection.json").is_file() {
+            crate::outln!("{}", render_detection(&dir)?.display());
         } else {
             return Err(InputError::Usage(format!(
-                "{}: neither a run folder (with history.json) nor a sweep folder (with sweep.json)",
+                "{}: neither a run folder (with history.json) nor a sweep folder (with sweep.json or detection.json)",
                 path.display()
             )));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Renders `detection.md` from a `coordsim sweep --bugs` folder's `detection.json`
+/// ([`DetectionSweep::markdown`]).
+fn render_detection(dir: &Path) -> Result<PathBuf, InputError> {
+    let path = dir.join("detection.json");
+    let sweep = coordsim_reports::detection::DetectionSweep::from_json(&read(&path)?)
+        .map_err(|e| InputError::Usage(format!("{}: {e}", path.display())))?;
+    let page = dir.join("detection.md");
+    crate::owned::write(&page, sweep.markdown())?;
+    Ok(page)
 }
 
 fn read(path: &Path) -> Result<String, InputError> {
@@ -309,12 +322,9 @@ fn rerender_run(dir: &Path, history_path: &Path) -> Result<PathBuf, InputError> 
         None
     };
     let scenario = crate::library::get(&history.scenario).and_then(|_| load::resolve(&history.scenario).ok());
-    let judged: &[coordsim_checker::properties::Property] = match history.recorded_on {
-        Some(_) => &coordsim_checker::properties::Property::FROM_OUTSIDE,
-        None => &coordsim_checker::properties::Property::ALL,
-    };
+    let judged = coordsim_checker::properties::Property::judged_on(&history);
     let summary = summary
-        .or_else(|| scenario.as_ref().map(|s| crate::sweep::evaluate_judged(&s.scenario, &s.arg, &history, judged)));
+        .or_else(|| scenario.as_ref().map(|s| crate::sweep::evaluate_judged(&s.scenario, &s.arg, &history, &judged)));
     write_run_report(dir, &history, summary.as_ref(), scenario.as_ref().map(|s| &s.scenario))
 }
 

@@ -219,6 +219,36 @@ fn the_scenario_catalogue_in_docs_is_generated_from_the_library() {
     assert!(written == page, "docs/scenarios.md is stale: run `cargo coordsim list --markdown > docs/scenarios.md`");
 }
 
+/// docs/data/detection/ holds a measured `coordsim sweep --bugs all` (detection.json) and the page
+/// `coordsim report` renders from it (detection.md): the page must be that rendering, every bug
+/// switch must be in the measurement, and the measurement must be clean.
+#[test]
+fn the_detection_page_in_docs_is_generated_from_the_measured_sweep() {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/data/detection"));
+    let json = std::fs::read_to_string(dir.join("detection.json")).expect("docs/data/detection/detection.json exists");
+    let sweep = DetectionSweep::from_json(&json).expect("a detection.json");
+    let page = std::fs::read_to_string(dir.join("detection.md")).expect("docs/data/detection/detection.md exists");
+    assert!(
+        page == sweep.markdown(),
+        "docs/data/detection/detection.md is stale: run `cargo coordsim report docs/data/detection`"
+    );
+    let measured: Vec<&str> = sweep.switches.iter().map(|s| s.switch.as_str()).collect();
+    for switch in switches::all() {
+        assert!(
+            measured.contains(&switch.as_str()),
+            "{switch} is not in docs/data/detection: measure again with `{}`",
+            sweep.command
+        );
+    }
+    assert!(sweep.clean, "the measured sweep had switch-off violations");
+    // `coordsim report` on a folder holding a detection.json writes that page.
+    let copy = scratch("detection-page");
+    std::fs::write(copy.join("detection.json"), &json).unwrap();
+    let out = coordsim(&["report", copy.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(copy.join("detection.md")).unwrap(), page);
+}
+
 #[test]
 fn explain_prints_the_teaching_text_and_each_property_with_its_expectation() {
     let out = coordsim(&["explain", "split-brain-gc-pause-fenced"]);
