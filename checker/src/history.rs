@@ -73,8 +73,8 @@ pub struct History {
     pub entries: Vec<Entry>,
     /// Where the history was recorded when not in the simulator (`real etcd`, `real zookeeper`):
     /// then `seed` is the run's number, times are wall time, and the servers' own records are
-    /// missing (lease expiries are observed from outside), so only
-    /// [`crate::properties::Property::FROM_OUTSIDE`] are judged. Absent for simulated runs.
+    /// missing (lease expiries are observed from outside), so only what
+    /// [`crate::properties::Property::judged_on`] names is judged. Absent for simulated runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_on: Option<String>,
     /// The time model a simulated run took its durations from (a profile's name, e.g.
@@ -87,6 +87,30 @@ pub struct History {
     /// this shape (ZooKeeper): read as [`ServiceTiming::SIMULATED`] ([`History::service_timing`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_timing: Option<ServiceTiming>,
+    /// How the leases' lives were seen when the runner could not read the servers' own records
+    /// (a real cluster, asked from outside which leases live). Absent: every `lease_expiry` is the
+    /// leader's own record, exact (the simulator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_observation: Option<LeaseObservation>,
+}
+
+/// Leases observed from outside by polling (real/src/run.rs `observe_sessions`): each
+/// `lease_expiry` then happened somewhere in its `time_ns..=latest_ns` (the last answer that
+/// showed the lease alive, the first that showed it gone), and a lease with no expiry record was
+/// last seen alive at `until_ns`. The lease checkers widen their bounds by exactly these
+/// intervals and state the resolution in their verdicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseObservation {
+    /// How often the runner asked (true time, ms): the usual width of an expiry's interval,
+    /// wider while the cluster did not answer.
+    pub poll_ms: u64,
+    /// True time of the last answer: what the run did after it is unobserved.
+    pub until_ns: u64,
+    /// Whether the owners journal every renewal (etcd's LeaseKeepAlive, sent by our client);
+    /// false where the client library renews by itself, unseen (the zookeeper-client crate's
+    /// pings): then a lease's last renewal is not known and the lease properties are not judged.
+    pub renewals_recorded: bool,
 }
 
 /// The timing of the service a history was recorded on, as far as a checker's bound depends on
@@ -681,12 +705,32 @@ impl History {
             recorded_on: None,
             time_model: None,
             service_timing: None,
+            lease_observation: None,
         }
     }
 
     /// The service's timing in this run: the recorded one, or [`ServiceTiming::SIMULATED`].
     pub fn service_timing(&self) -> ServiceTiming {
         self.service_timing.unwrap_or(ServiceTiming::SIMULATED)
+    }
+
+    /// Until when a lease with no end recorded is known to have lived: the last observation
+    /// ([`LeaseObservation::until_ns`]), or the end of the run when the records are the servers'.
+    pub fn leases_seen_until_ns(&self) -> u64 {
+        self.lease_observation.map_or(self.duration_ns, |seen| seen.until_ns.min(self.duration_ns))
+    }
+
+    /// How the lease checkers' verdicts were reached, for their summaries: "" for the servers'
+    /// own records, else the observation's resolution.
+    pub fn lease_resolution_note(&self) -> String {
+        match self.lease_observation {
+            None => String::new(),
+            Some(seen) => format!(
+                " (leases observed from outside every {} ms: each expiry known within the interval between the answers that showed it alive and gone, the bounds widened by it; last answer at {})",
+                seen.poll_ms,
+                History::fmt_time(seen.until_ns)
+            ),
+        }
     }
 
     /// Parses a history from JSON and checks its schema.

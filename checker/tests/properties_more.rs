@@ -5,8 +5,8 @@
 //! documentation.
 
 use coordsim_checker::history::{
-    Call, ChangeKind, ConnectionState, Entry, Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, Return,
-    ServiceTiming, WatchEndReason, WatchedChange,
+    Call, ChangeKind, ConnectionState, Entry, Event, FaultKind, History, LeaseObservation, NodeInfo, NodeRole, Phase,
+    RaftRole, Return, ServiceTiming, WatchEndReason, WatchedChange,
 };
 use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::{PropertyReport, Verdict};
@@ -558,6 +558,144 @@ fn grant_live_lease_fails_a_request_made_under_an_already_expired_lease() {
     let report = b.report(Property::GrantLiveLease);
     assert_eq!(report.verdict, Verdict::Fail);
     assert_mentions(&report.findings[0].message, &["no earlier than the request at 0.200s"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lease properties on leases observed from outside (a real cluster, polled): each expiry is
+// known within an interval, and a finding must hold for every time in it.
+
+/// What a real etcd run's header says of its leases: polled every 100 ms, renewals journaled, the
+/// last answer at `until_ms`.
+fn observed(b: &mut Builder, until_ms: u64) {
+    b.history.recorded_on = Some("real etcd".into());
+    b.history.lease_observation =
+        Some(LeaseObservation { poll_ms: 100, until_ns: until_ms * 1_000_000, renewals_recorded: true });
+}
+
+#[test]
+fn lease_safety_fails_an_observed_expiry_only_if_it_is_early_for_every_time_in_its_interval() {
+    // A keepalive sent at 1 s renews a 5 s lease to 6 s at least.
+    let renewed = || {
+        let mut b = Builder::new();
+        b.lease(0, 10, "c1", 1, 5000).keepalive(1000, 1010, "c1", 1, ok(Return::LeaseKeptAlive { ttl_ms: 5000 }));
+        observed(&mut b, 29_900);
+        b
+    };
+    // Seen alive at 5.9 s, gone at 6.1 s: it may have expired at 6.05 s, on time.
+    let mut straddles = renewed();
+    straddles.polled_expiry(5900, 6100, 1);
+    let report = straddles.report(Property::LeaseSafety);
+    assert_eq!(report.verdict, Verdict::Pass, "{}", report.summary);
+    assert_mentions(&report.summary, &["observed from outside every 100 ms"]);
+    // Gone already at 5.95 s: early whatever the moment was.
+    let mut early = renewed();
+    early.polled_expiry(5700, 5950, 1);
+    let report = early.report(Property::LeaseSafety);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["expired between 5.700s and 5.950s", "50 ms early"]);
+    // The same times as the leader's own exact record at 5.9 s: early.
+    let mut exact = renewed();
+    exact.history.lease_observation = None;
+    exact.expiry(5900, 1);
+    assert_eq!(exact.verdict(Property::LeaseSafety), Verdict::Fail);
+}
+
+#[test]
+fn lease_safety_fails_a_keepalive_acknowledged_within_or_after_an_observed_expirys_interval() {
+    let polled = || {
+        let mut b = Builder::new();
+        b.lease(0, 10, "c1", 1, 2000).polled_expiry(3000, 3100, 1);
+        observed(&mut b, 29_900);
+        b
+    };
+    // Unanswered keepalives say nothing.
+    let mut unanswered = polled();
+    unanswered.keepalive(3050, 3500, "c1", 1, Some(End::Info));
+    assert_eq!(unanswered.verdict(Property::LeaseSafety), Verdict::Pass);
+    // Acknowledged, sent within the interval: it renewed the lease, which then died within
+    // 50 ms (early), or it was answered for a dead lease. A violation either way.
+    let mut within = polled();
+    within.keepalive(3050, 3060, "c1", 1, ok(Return::LeaseKeptAlive { ttl_ms: 2000 }));
+    let report = within.report(Property::LeaseSafety);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["expired between 3.000s and 3.100s", "1950 ms early"]);
+    // Sent after the answer that showed it gone, and acknowledged: a dead lease renewed.
+    let mut after = polled();
+    after.keepalive(3200, 3210, "c1", 1, ok(Return::LeaseKeptAlive { ttl_ms: 2000 }));
+    let report = after.report(Property::LeaseSafety);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["sent at 3.200s", "had expired between 3.000s and 3.100s"]);
+}
+
+#[test]
+fn lease_liveness_owes_an_observed_lease_only_what_was_seen_of_it() {
+    // silent_owner's lease is bounded at 6.610 s (simulator timing). Seen alive at the last answer,
+    // 6.5 s: nothing is known past it, so no lateness can be claimed.
+    let mut b = silent_owner();
+    observed(&mut b, 6500);
+    let report = b.report(Property::LeaseLiveness);
+    assert_eq!(report.verdict, Verdict::Pass, "{}", report.summary);
+    assert_mentions(&report.summary, &["1 alive at the end", "last answer at 6.500s"]);
+    // Seen alive at 7 s, past its bound: late.
+    let mut late = silent_owner();
+    observed(&mut late, 7000);
+    let report = late.report(Property::LeaseLiveness);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["still alive at the last observation (7.000s)"]);
+    // An observed expiry counts from its earliest time: last seen alive at 6.5 s, gone at 9 s,
+    // may have expired on time.
+    let mut polled = silent_owner();
+    polled.polled_expiry(6500, 9000, 1);
+    observed(&mut polled, 29_900);
+    assert_eq!(polled.verdict(Property::LeaseLiveness), Verdict::Pass);
+}
+
+#[test]
+fn grant_live_lease_fails_an_observed_expiry_only_if_even_its_latest_time_precedes_the_grant() {
+    // c1 releases at 6 s; c2's lease was last seen alive at 5.86 s and gone at 6.2 s: it may have
+    // lived until the grant. Gone at 5.95 s: it was dead before the earliest grant moment.
+    let waiter = |gone_ms: u64| {
+        let mut b = Builder::new();
+        b.grant(500, 510, "c1", 1, 2).lock(800, 10_001, "c2", 2, ok(Return::Locked { key: "/l/c2".into(), token: 3 }));
+        b.polled_expiry(5860, gone_ms, 2).unlock(6000, 6010, "c1");
+        observed(&mut b, 29_900);
+        b
+    };
+    assert_eq!(waiter(6200).verdict(Property::GrantLiveLease), Verdict::Pass);
+    let report = waiter(5950).report(Property::GrantLiveLease);
+    assert_eq!(report.verdict, Verdict::Fail);
+    assert_mentions(&report.findings[0].message, &["had expired between 5.860s and 5.950s"]);
+}
+
+#[test]
+fn spurious_expiry_lets_a_fault_up_to_an_observed_expirys_latest_time_excuse_it() {
+    // A live owner renewing every second; its lease seen alive at 8.0 s and gone at 8.3 s; a
+    // pause of c1 began at 8.2 s, possibly before the expiry: excused.
+    let mut b = Builder::new();
+    b.lease(0, 10, "c1", 1, 2000);
+    for t in 1..=7 {
+        b.keepalive(t * 1000, t * 1000 + 10, "c1", 1, ok(Return::LeaseKeptAlive { ttl_ms: 2000 }));
+    }
+    b.polled_expiry(8000, 8300, 1);
+    observed(&mut b, 29_900);
+    assert_eq!(b.verdict(Property::SpuriousExpiry), Verdict::Fail, "no fault: spurious");
+    b.fault(8200, 9000, 1, FaultKind::Pause, &["c1"]);
+    assert_eq!(b.verdict(Property::SpuriousExpiry), Verdict::Pass);
+}
+
+#[test]
+fn a_real_history_is_judged_on_its_leases_only_where_their_renewals_were_recorded() {
+    let mut b = Builder::new();
+    assert_eq!(Property::judged_on(&b.history).len(), Property::ALL.len(), "simulated: everything");
+    observed(&mut b, 29_900);
+    let etcd = Property::judged_on(&b.history);
+    for property in [Property::LeaseSafety, Property::LeaseLiveness, Property::GrantLiveLease, Property::SpuriousExpiry]
+    {
+        assert!(etcd.contains(&property), "{property:?} on real etcd");
+    }
+    assert!(!etcd.contains(&Property::Watch) && !etcd.contains(&Property::SessionLossNotice));
+    b.history.lease_observation.as_mut().unwrap().renewals_recorded = false;
+    assert_eq!(Property::judged_on(&b.history), Property::FROM_OUTSIDE.to_vec(), "ZooKeeper: pings unseen");
 }
 
 // ---------------------------------------------------------------------------------------------

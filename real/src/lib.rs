@@ -17,8 +17,9 @@
 //!   partitions, packet loss, latency and slow links; [`netns`], [`links`]), then the journals merged into one history in the simulator's
 //!   format, for the same checkers and reports.
 //!
-//! What the history of a real run cannot hold: the servers' own records (lease expiries, lease
-//! checkpoints), so properties that need them are not judged here (see [`JUDGED`]).
+//! What the history of a real run cannot hold: the servers' own records (exact lease expiries,
+//! lease checkpoints, the lessor's promotions). Expiries are observed by polling instead, each
+//! within an interval the lease checkers widen their bounds by; what is judged is [`judged`].
 
 pub mod client_main;
 pub mod cluster;
@@ -41,8 +42,13 @@ use coordsim_checker::properties::Property;
 
 pub use config::System;
 
-/// The properties a real run can judge (the checker's [`Property::FROM_OUTSIDE`]).
-pub const JUDGED: [Property; 9] = Property::FROM_OUTSIDE;
+/// The properties a real run on `system` judges: those that need only what clients and the
+/// resource record, and on etcd the lease properties too (our client journals every
+/// LeaseKeepAlive and the runner observes expiries by polling LeaseLeases; the zookeeper-client
+/// crate's pings are not seen, so ZooKeeper's sessions are not judged).
+pub fn judged(system: System) -> Vec<Property> {
+    Property::judged_outside(system == System::Etcd)
+}
 
 /// Runs [`run::run`] on a current-thread runtime on this thread, until it ends or SIGINT/SIGTERM;
 /// either way every process and namespace it made is gone before this returns.

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordsim_checker::history::{Event, FaultKind, History, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA};
+use coordsim_checker::history::{
+    Event, FaultKind, History, LeaseObservation, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA,
+};
 use coordsim_sim::kv_workload::KvRole;
 use coordsim_sim::nemesis::compose::{self, Composition};
 use coordsim_sim::nemesis::links::{self, Link};
@@ -496,13 +498,29 @@ async fn drive<C: Cluster>(
     std::fs::write(&metrics_file, counters).map_err(|e| format!("{}: {e}", metrics_file.display()))?;
     procs.kill_all();
     drop(cluster);
-    merge(scenario, system, run, duration_ns, &own_journals, &clients, scenario.cluster.servers)
+    let observation = sessions.observation(system);
+    merge(scenario, system, run, duration_ns, &own_journals, &clients, observation)
 }
 
 /// Leases (sessions) seen alive, with the last true time each was seen.
 #[derive(Default)]
 struct Sessions {
     alive: std::collections::BTreeMap<i64, u64>,
+    /// When the last answer's question was asked: every lease not recorded gone was alive then.
+    last_seen_ns: u64,
+}
+
+impl Sessions {
+    /// What the history says of how leases were seen (`History::lease_observation`).
+    fn observation(&self, system: System) -> LeaseObservation {
+        LeaseObservation {
+            poll_ms: ROLE_POLL.as_millis() as u64,
+            until_ns: self.last_seen_ns,
+            // Our etcd client journals each LeaseKeepAlive; the zookeeper-client crate pings by
+            // itself and says nothing of it.
+            renewals_recorded: system == System::Etcd,
+        }
+    }
 }
 
 /// Records a `lease_expiry` for each lease that was alive at the last look and is gone now.
@@ -532,6 +550,7 @@ async fn observe_sessions<C: Cluster>(cluster: &C, journal: &Journal, leader: Op
     for lease in live {
         seen.alive.insert(lease, asked);
     }
+    seen.last_seen_ns = asked;
 }
 
 /// Starts the next clients whose turn has come. In the simulator client k+1 starts `stagger`
@@ -1007,8 +1026,9 @@ fn merge(
     duration_ns: u64,
     own: &[PathBuf],
     clients: &[ClientProc],
-    servers: usize,
+    observation: LeaseObservation,
 ) -> Result<History, String> {
+    let servers = scenario.cluster.servers;
     let mut entries = Vec::new();
     for path in own {
         entries.extend(journal::read(path)?);
@@ -1039,6 +1059,7 @@ fn merge(
         // ZooKeeper's sessions and elections are not of this shape (ticks, not a Raft leader's
         // lessor): its histories go without.
         service_timing: (system == System::Etcd).then(crate::cluster::etcd::service_timing),
+        lease_observation: Some(observation),
     };
     history.validate().map_err(|error| format!("the merged history is invalid (a bug in coordsim real): {error}"))?;
     Ok(history)

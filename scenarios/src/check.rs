@@ -418,7 +418,8 @@ fn check_json(path: &Path, text: &str, options: &CheckOptions) -> Outcome {
     let mut detail = Vec::new();
     // A history recorded on a real cluster lacks the servers' own records: judge only what it can
     // decide, and say which were left out.
-    let judged: &[Property] = match &history.recorded_on {
+    let judged = Property::judged_on(&history);
+    match &history.recorded_on {
         Some(on) => {
             detail.push(format!(
                 "{} ({on}) run {} ({} entries)",
@@ -426,18 +427,15 @@ fn check_json(path: &Path, text: &str, options: &CheckOptions) -> Outcome {
                 history.seed,
                 history.entries.len()
             ));
-            let skipped: Vec<&str> =
-                Property::ALL.iter().filter(|p| !Property::FROM_OUTSIDE.contains(p)).map(|p| p.id()).collect();
+            let skipped: Vec<&str> = Property::ALL.iter().filter(|p| !judged.contains(p)).map(|p| p.id()).collect();
             detail.push(format!("  not judged on a history recorded {on}: {}", skipped.join(", ")));
-            &Property::FROM_OUTSIDE
         }
         None => {
             detail.push(format!("{} seed {} ({} entries)", history.scenario, history.seed, history.entries.len()));
-            &Property::ALL
         }
     };
     let (mut failed, mut unknown) = (Vec::new(), Vec::new());
-    for &property in judged {
+    for &property in &judged {
         let report = property.check_with(&history, options);
         match report.verdict {
             Verdict::Fail => failed.push(report.property.clone()),

@@ -39,6 +39,8 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("ttl-reset-on-leader-change", include_str!("../library/ttl-reset-on-leader-change.toml")),
     ("ttl-reset-on-leader-change-fixed", include_str!("../library/ttl-reset-on-leader-change-fixed.toml")),
     ("ttl-reset-despite-lease-checkpoint", include_str!("../library/ttl-reset-despite-lease-checkpoint.toml")),
+    ("long-lease-ttl-reset", include_str!("../library/long-lease-ttl-reset.toml")),
+    ("long-lease-checkpointed", include_str!("../library/long-lease-checkpointed.toml")),
     ("session-timeout-too-short", include_str!("../library/session-timeout-too-short.toml")),
     ("session-timeout-long-enough", include_str!("../library/session-timeout-long-enough.toml")),
     ("stale-reads", include_str!("../library/stale-reads.toml")),

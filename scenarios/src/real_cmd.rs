@@ -247,18 +247,22 @@ fn fidelity(_: &FidelityArgs) -> Result<ExitCode, InputError> {
 #[cfg(feature = "real")]
 struct Tally {
     runs: u64,
+    judged: Vec<coordsim_checker::properties::Property>,
     failed: std::collections::BTreeMap<&'static str, u64>,
 }
 
 #[cfg(feature = "real")]
 impl Tally {
-    fn new() -> Tally {
-        Tally { runs: 0, failed: coordsim_real::JUDGED.iter().map(|p| (p.id(), 0)).collect() }
+    /// Tallies what a real run on `system` judges, on both sides.
+    fn new(system: coordsim_real::System) -> Tally {
+        let judged = coordsim_real::judged(system);
+        let failed = judged.iter().map(|p| (p.id(), 0)).collect();
+        Tally { runs: 0, judged, failed }
     }
 
     fn add(&mut self, history: &coordsim_checker::history::History) {
         self.runs += 1;
-        for property in coordsim_real::JUDGED {
+        for &property in &self.judged {
             if property.check(history).verdict == coordsim_checker::verdict::Verdict::Fail {
                 *self.failed.get_mut(property.id()).expect("judged") += 1;
             }
@@ -334,7 +338,7 @@ fn fidelity(args: &FidelityArgs) -> Result<ExitCode, InputError> {
     for (scenario, system) in &loaded {
         let name = &scenario.scenario.name;
         eprintln!("{name}: {} simulator seeds, {} real {} run(s)", args.seeds, args.runs, system.name());
-        let mut simulated = Tally::new();
+        let mut simulated = Tally::new(*system);
         for seed in 1..=args.seeds {
             match crate::sweep::run_seed(&scenario.scenario, name, seed) {
                 crate::sweep::SeedResult::Done { history, .. } => simulated.add(&history),
@@ -345,7 +349,7 @@ fn fidelity(args: &FidelityArgs) -> Result<ExitCode, InputError> {
                 }
             }
         }
-        let mut real = Tally::new();
+        let mut real = Tally::new(*system);
         let _claim = claim_folder(&args.out.join(system.name()).join(name))?;
         for run in 1..=args.runs {
             let dir = args.out.join(system.name()).join(name).join(format!("run-{run}"));
@@ -363,11 +367,14 @@ fn fidelity(args: &FidelityArgs) -> Result<ExitCode, InputError> {
         let agree = if differ.is_empty() { "agree".to_string() } else { format!("**differ**: {}", differ.join(", ")) };
         rows.push(format!("| {name} | {} | {} | {} | {agree} |", system.name(), simulated.describe(), real.describe()));
     }
-    let judged: Vec<&str> = coordsim_real::JUDGED.iter().map(|p| p.id()).collect();
+    let judged = |system: coordsim_real::System| {
+        coordsim_real::judged(system).iter().map(|p| p.id()).collect::<Vec<_>>().join(", ")
+    };
     crate::outln!(
-        "Properties judged on both sides: {}. Failures per property: simulator seeds 1..{}, real runs 1..{}. \
-         \"differ\" names a property that fails on every run of one side and on none of the other.\n",
-        judged.join(", "),
+        "Properties judged on both sides: on etcd {}; on ZooKeeper {}. Failures per property: simulator seeds 1..{}, \
+         real runs 1..{}. \"differ\" names a property that fails on every run of one side and on none of the other.\n",
+        judged(coordsim_real::System::Etcd),
+        judged(coordsim_real::System::Zookeeper),
         args.seeds,
         args.runs
     );
@@ -452,8 +459,8 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
     }
     let exe = std::env::current_exe().map_err(|error| InputError::Io { path: "current executable".into(), error })?;
     let _claim = claim_folder(&args.out.join(system.name()).join(&scenario.name))?;
-    let not_judged: Vec<&str> =
-        Property::ALL.iter().filter(|p| !coordsim_real::JUDGED.contains(p)).map(|p| p.id()).collect();
+    let judged = coordsim_real::judged(system);
+    let not_judged: Vec<&str> = Property::ALL.iter().filter(|p| !judged.contains(p)).map(|p| p.id()).collect();
     let planned = match args.for_ {
         Some(wall) => format!("runs for {} (at most {runs})", crate::soak::fmt_wall(wall)),
         None => format!("{runs} run{}", if runs == 1 { "" } else { "s" }),
@@ -480,7 +487,7 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
             Err(code) => return Ok(code),
         };
         let history = real.history;
-        let mut summary = crate::sweep::evaluate_judged(scenario, &loaded.arg, &history, &coordsim_real::JUDGED);
+        let mut summary = crate::sweep::evaluate_judged(scenario, &loaded.arg, &history, &judged);
         // A real run is not reproducible by seed: the command runs the scenario again (the
         // [chaos] draw of run N is the same).
         summary.replay =

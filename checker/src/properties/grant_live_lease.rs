@@ -14,7 +14,9 @@
 //! The rule: a grant fails when its lease's expiry is recorded **before** the earliest moment the
 //! grant could have happened. An expiry between that moment and the reply is ambiguous (granted,
 //! then expired before the reply arrived — the ordinary reason clients must still fence): it
-//! passes and is counted in the summary.
+//! passes and is counted in the summary. An expiry observed from outside (a real cluster) is known
+//! only within `time_ns..=latest_ns`: it fails only if even its latest time precedes the earliest
+//! grant moment.
 
 use std::collections::BTreeMap;
 
@@ -37,7 +39,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
     let mut ambiguous = 0usize;
     for grant in &granted {
         let Some((granted_ns, token)) = grant.granted() else { continue };
-        let Some(&(expired_ns, expiry_entry)) = expiries.get(&grant.lease) else { continue };
+        let Some(&(expired_ns, expired_latest_ns, expiry_entry)) = expiries.get(&grant.lease) else { continue };
         let previous = granted
             .iter()
             .filter(|p| p.lock == grant.lock && p.lease != grant.lease)
@@ -50,19 +52,28 @@ pub(super) fn check(history: &History) -> PropertyReport {
             }
             _ => (grant.invoke_ns, "the request".to_string()),
         };
-        if expired_ns < earliest_ns {
+        // Observed from outside, the expiry is known only within an interval: it must fall
+        // before the earliest grant moment however late in that interval it was.
+        if expired_latest_ns < earliest_ns {
             let mut entries = vec![expiry_entry, grant.invoke_entry];
             entries.extend(grant.complete.map(|(_, e)| e));
             findings.push(Finding {
                 time_ns: expired_ns,
                 until_ns: Some(granted_ns),
                 message: format!(
-                    "{} was granted {} (token {token}) at {} under lease {}, which had expired at {}: the grant came no earlier than {} at {}",
+                    "{} was granted {} (token {token}) at {} under lease {}, which had expired {}: the grant came no earlier than {} at {}",
                     grant.client,
                     grant.lock,
                     History::fmt_time(granted_ns),
                     grant.lease,
-                    History::fmt_time(expired_ns),
+                    match expired_latest_ns > expired_ns {
+                        false => format!("at {}", History::fmt_time(expired_ns)),
+                        true => format!(
+                            "between {} and {}",
+                            History::fmt_time(expired_ns),
+                            History::fmt_time(expired_latest_ns)
+                        ),
+                    },
                     because,
                     History::fmt_time(earliest_ns),
                 ),
@@ -76,8 +87,9 @@ pub(super) fn check(history: &History) -> PropertyReport {
     let summary = match verdict {
         Verdict::Pass if granted.is_empty() => "no lock grants in this history".to_string(),
         Verdict::Pass => format!(
-            "{} grants, none to an expired lease; {ambiguous} leases expired between the earliest grant moment and the reply (ambiguous, allowed)",
-            granted.len()
+            "{} grants, none to an expired lease; {ambiguous} leases expired between the earliest grant moment and the reply (ambiguous, allowed){}",
+            granted.len(),
+            history.lease_resolution_note()
         ),
         _ => format!("{} grants went to a client whose lease had already expired", findings.len()),
     };
@@ -88,12 +100,13 @@ fn token_of(request: &LockRequest) -> i64 {
     request.granted().map_or(0, |(_, token)| token)
 }
 
-/// The first `lease_expiry` record of each lease: (time, entry).
-fn expiries(history: &History) -> BTreeMap<i64, (u64, usize)> {
+/// The first `lease_expiry` record of each lease: (earliest time, latest time, entry); the two
+/// times differ only for an expiry observed from outside.
+fn expiries(history: &History) -> BTreeMap<i64, (u64, u64, usize)> {
     let mut out = BTreeMap::new();
     for (index, entry) in history.entries.iter().enumerate() {
-        if let Event::LeaseExpiry { lease, .. } = entry.event {
-            out.entry(lease).or_insert((entry.time_ns, index));
+        if let Event::LeaseExpiry { lease, latest_ns } = entry.event {
+            out.entry(lease).or_insert((entry.time_ns, latest_ns.unwrap_or(entry.time_ns).max(entry.time_ns), index));
         }
     }
     out

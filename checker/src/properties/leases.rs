@@ -29,6 +29,9 @@ pub struct LeaseRecord {
     pub renewals: Vec<Renewal>,
     /// (time, entry) of the `lease_expiry` record.
     pub expired: Option<(u64, usize)>,
+    /// The latest time of that expiry: the same unless it was observed from outside, when it
+    /// happened somewhere in `expired.0..=expired_latest_ns`.
+    pub expired_latest_ns: Option<u64>,
     /// (invocation time, entry) of the owner's first revocation that did not fail.
     pub revoked: Option<(u64, usize)>,
     /// (completion time, entry) of the first keepalive answered "not found" (`fail`): the lease
@@ -45,7 +48,7 @@ pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
     let mut keepalives: BTreeMap<OpId, (i64, Renewal)> = BTreeMap::new();
     let mut revokes: BTreeMap<OpId, (i64, u64, usize)> = BTreeMap::new();
     let mut grants: BTreeMap<OpId, (u64, usize)> = BTreeMap::new();
-    let mut expiries: BTreeMap<i64, (u64, usize)> = BTreeMap::new();
+    let mut expiries: BTreeMap<i64, (u64, usize, u64)> = BTreeMap::new();
     let mut checkpoints: BTreeMap<i64, Vec<(u64, u64, usize)>> = BTreeMap::new();
     for (index, entry) in history.entries.iter().enumerate() {
         let now = entry.time_ns;
@@ -71,6 +74,7 @@ pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
                             ttl_ms: *ttl_ms,
                             renewals: vec![renewal],
                             expired: None,
+                            expired_latest_ns: None,
                             revoked: None,
                             gone: None,
                             checkpoints: Vec::new(),
@@ -104,8 +108,8 @@ pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
             // Kept apart and attached at the end: the leader can checkpoint or expire a lease
             // before its grant's reply reaches the client (a client paused right after sending
             // the grant learns its lease ID only after the lease is gone).
-            Event::LeaseExpiry { lease, .. } => {
-                expiries.entry(*lease).or_insert((now, index));
+            Event::LeaseExpiry { lease, latest_ns } => {
+                expiries.entry(*lease).or_insert((now, index, latest_ns.unwrap_or(now).max(now)));
             }
             Event::LeaseCheckpoint { lease, remaining_ms } => {
                 checkpoints.entry(*lease).or_default().push((now, *remaining_ms, index));
@@ -129,7 +133,10 @@ pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
     }
     for record in leases.values_mut() {
         record.renewals.sort_by_key(|r| (r.invoke_ns, r.entry));
-        record.expired = expiries.remove(&record.id);
+        if let Some((ns, entry, latest_ns)) = expiries.remove(&record.id) {
+            record.expired = Some((ns, entry));
+            record.expired_latest_ns = Some(latest_ns);
+        }
         record.checkpoints = checkpoints.remove(&record.id).unwrap_or_default();
     }
     leases

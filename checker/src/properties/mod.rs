@@ -108,8 +108,15 @@ pub enum Needs {
     /// What clients and the resource record (operations, beliefs, the resource's accepts and
     /// rejects, the answers' revisions): a history recorded on a real cluster has it.
     ClientRecords,
-    /// The servers' own records (the leader's lease expiries and checkpoints, its promotions):
-    /// only the simulator has them.
+    /// Leases' lives: grants and renewals as their owners record them, and expiries, which are
+    /// the leader's own records in the simulator and observed by polling on a real cluster
+    /// ([`crate::history::LeaseObservation`]: each expiry known within an interval, which the
+    /// checker widens its bound by). Judged on a real cluster whose clients journal their
+    /// renewals (etcd's LeaseKeepAlive), not where the client library renews unseen
+    /// (ZooKeeper's pings).
+    ObservedLeases,
+    /// The servers' own records (the leader's lease checkpoints, its promotions, exact expiry
+    /// times): only the simulator has them.
     ServerRecords,
     /// Watch streams, which real runs do not record yet.
     Watchers,
@@ -132,7 +139,7 @@ pub const REGISTRY: [Spec; 16] = [
     spec(Property::MutualExclusion, "mutual_exclusion", ByDefault::Pass, Needs::ClientRecords, mutual_exclusion::check),
     spec(Property::Fencing, "fencing", ByDefault::Pass, Needs::ClientRecords, fencing::check),
     spec(Property::SingleHolder, "single_holder", ByDefault::Pass, Needs::ClientRecords, single_holder::check),
-    spec(Property::LeaseSafety, "lease_safety", ByDefault::Pass, Needs::ServerRecords, lease_safety::check),
+    spec(Property::LeaseSafety, "lease_safety", ByDefault::Pass, Needs::ObservedLeases, lease_safety::check),
     spec(Property::Progress, "progress", ByDefault::Pass, Needs::ClientRecords, progress::check),
     spec(
         Property::DualOwnership,
@@ -141,14 +148,14 @@ pub const REGISTRY: [Spec; 16] = [
         Needs::ClientRecords,
         dual_ownership::check,
     ),
-    spec(Property::LeaseLiveness, "lease_liveness", ByDefault::Pass, Needs::ServerRecords, lease_liveness::check),
-    spec(Property::GrantLiveLease, "grant_live_lease", ByDefault::Pass, Needs::ServerRecords, grant_live_lease::check),
+    spec(Property::LeaseLiveness, "lease_liveness", ByDefault::Pass, Needs::ObservedLeases, lease_liveness::check),
+    spec(Property::GrantLiveLease, "grant_live_lease", ByDefault::Pass, Needs::ObservedLeases, grant_live_lease::check),
     spec(Property::Linearizable, "linearizable", ByDefault::Pass, Needs::ClientRecords, linearizable::check),
     spec(Property::Watch, "watch", ByDefault::Pass, Needs::Watchers, watch::check),
     spec(Property::Durability, "durability", ByDefault::Pass, Needs::ClientRecords, durability::check),
     spec(Property::Herd, "herd", ByDefault::Pass, Needs::ClientRecords, herd::check),
     spec(Property::Fairness, "fairness", ByDefault::Pass, Needs::ClientRecords, fairness::check),
-    spec(Property::SpuriousExpiry, "spurious_expiry", ByDefault::Pass, Needs::ServerRecords, spurious_expiry::check),
+    spec(Property::SpuriousExpiry, "spurious_expiry", ByDefault::Pass, Needs::ObservedLeases, spurious_expiry::check),
     spec(Property::WatchContinuity, "watch_continuity", ByDefault::Pass, Needs::Watchers, watch_continuity::check),
     spec(
         Property::SessionLossNotice,
@@ -199,6 +206,32 @@ impl Property {
         }
         out
     };
+
+    /// The properties a history can decide: all of them for a simulated one; for one recorded on
+    /// a real cluster ([`History::recorded_on`]) those [`Property::FROM_OUTSIDE`], and the lease
+    /// properties too where its leases were observed with their renewals
+    /// ([`crate::history::LeaseObservation::renewals_recorded`]).
+    pub fn judged_on(history: &crate::history::History) -> Vec<Property> {
+        match history.recorded_on {
+            None => Property::ALL.to_vec(),
+            Some(_) => Property::judged_outside(history.lease_observation.is_some_and(|seen| seen.renewals_recorded)),
+        }
+    }
+
+    /// The properties a run outside the simulator decides, in report order: those that need
+    /// only what clients and the resource record, and with `observed_leases` those that need
+    /// leases' lives ([`Needs::ObservedLeases`]).
+    pub fn judged_outside(observed_leases: bool) -> Vec<Property> {
+        REGISTRY
+            .iter()
+            .filter(|spec| match spec.needs {
+                Needs::ClientRecords => true,
+                Needs::ObservedLeases => observed_leases,
+                Needs::ServerRecords | Needs::Watchers => false,
+            })
+            .map(|spec| spec.property)
+            .collect()
+    }
 
     /// Every property, in report order.
     pub const ALL: [Property; REGISTRY.len()] = {

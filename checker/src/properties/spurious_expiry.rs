@@ -25,6 +25,10 @@
 //! no fault to blame. The finding tells the two causes apart: the owner's last renewal was
 //! answered within the TTL and it sent none for the lease's last TTL (it let the lease lapse),
 //! or its last renewals went unanswered (the network).
+//!
+//! An expiry observed from outside (a real cluster, polled) happened somewhere in
+//! `time_ns..=latest_ns`: a crash or fault up to `latest_ns` excuses it, and the window for them
+//! opens a TTL before `time_ns`.
 
 use std::collections::BTreeMap;
 
@@ -77,11 +81,14 @@ pub(super) fn check(history: &History) -> PropertyReport {
     let mut lapsed_count = 0usize;
     for lease in leases.values() {
         let Some((expired_ns, entry)) = lease.expired else { continue };
+        // Observed from outside, the expiry happened somewhere up to `latest_ns`: what excuses it
+        // may have come until then.
+        let latest_ns = lease.expired_latest_ns.unwrap_or(expired_ns).max(expired_ns);
         expired += 1;
         let granted_ns = lease.renewals.first().map_or(0, |r| r.invoke_ns);
         let crashed = crashes
             .get(lease.owner.as_str())
-            .is_some_and(|times| times.iter().any(|&t| t >= granted_ns && t <= expired_ns));
+            .is_some_and(|times| times.iter().any(|&t| t >= granted_ns && t <= latest_ns));
         let last_ack = lease.renewals.iter().filter(|r| r.acked).filter_map(|r| r.complete_ns).max();
         // A lease that outlives its last acknowledged renewal by more than TTL + recovery was
         // kept alive by a new leader restarting its countdown (etcd's lessor Promote): the
@@ -92,14 +99,14 @@ pub(super) fn check(history: &History) -> PropertyReport {
             expired_ns.saturating_sub((lease.ttl_ms + FAULT_RECOVERY_MS) * MS).min(last_ack.unwrap_or(u64::MAX));
         let hit = |targets: &[String]| targets.iter().any(|t| *t == lease.owner || servers.contains(&t.as_str()));
         let excused =
-            faults.iter().any(|(start, end, targets)| *start <= expired_ns && *end >= window_ns && hit(targets));
+            faults.iter().any(|(start, end, targets)| *start <= latest_ns && *end >= window_ns && hit(targets));
         if crashed || excused {
             continue;
         }
         let last_sent = lease.renewals.iter().map(|r| r.invoke_ns).max().unwrap_or(granted_ns);
         let next_grant = grants[lease.owner.as_str()].iter().copied().find(|&t| t > last_sent);
         let alive_by_owner = |t: u64| last_ack.is_some_and(|ack| t <= ack + lease.ttl_ms * MS);
-        if next_grant.is_some_and(|t| t < expired_ns && alive_by_owner(t)) {
+        if next_grant.is_some_and(|t| t < latest_ns && alive_by_owner(t)) {
             abandoned += 1;
             continue;
         }
@@ -125,11 +132,14 @@ pub(super) fn check(history: &History) -> PropertyReport {
             time_ns: expired_ns,
             until_ns: None,
             message: format!(
-                "lease {} of {} (TTL {} ms) expired at {} while {} was running and no fault had hit it or the servers since {}: {cause}{}",
+                "lease {} of {} (TTL {} ms) expired {} while {} was running and no fault had hit it or the servers since {}: {cause}{}",
                 lease.id,
                 lease.owner,
                 lease.ttl_ms,
-                History::fmt_time(expired_ns),
+                match latest_ns > expired_ns {
+                    false => format!("at {}", History::fmt_time(expired_ns)),
+                    true => format!("between {} and {}", History::fmt_time(expired_ns), History::fmt_time(latest_ns)),
+                },
                 lease.owner,
                 History::fmt_time(window_ns),
                 last_ack.map_or(String::new(), |ns| format!(" (last acknowledged renewal at {})", History::fmt_time(ns))),
@@ -158,5 +168,6 @@ pub(super) fn check(history: &History) -> PropertyReport {
             findings.len() - lapsed_count
         ),
     };
+    let summary = summary + &history.lease_resolution_note();
     PropertyReport { property: "spurious_expiry".into(), verdict, summary, findings }
 }
