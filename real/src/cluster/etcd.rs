@@ -177,14 +177,32 @@ impl Cluster for EtcdCluster {
         None
     }
 
+    /// Every member at once, the first answer wins. A member answers from its own lessor
+    /// (LeaseLeases is not linearizable), so each first makes a linearizable read on the same
+    /// connection: it then has applied every grant and revocation committed before the question,
+    /// and a lease missing from its list has really ended. Without it a lagging follower (a
+    /// latency fault) answered without a lease it had not applied yet, and the lease was recorded
+    /// as expired 1.1 s after its grant (session-timeout-too-short on real etcd, 2026-12-07).
     async fn sessions(&self) -> Option<std::collections::BTreeSet<i64>> {
-        let ask = async {
-            let options = etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(300));
-            let mut client = etcd_client::Client::connect(self.client_endpoints(), Some(options)).await?;
-            let leases = client.leases().await?;
-            Ok::<_, etcd_client::Error>(leases.leases().iter().map(|l| l.id()).collect())
-        };
-        tokio::time::timeout(Duration::from_millis(500), ask).await.ok()?.ok()
+        let mut asks = tokio::task::JoinSet::new();
+        for endpoint in self.client_endpoints() {
+            asks.spawn(async move {
+                let ask = async {
+                    let options = etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(300));
+                    let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(options)).await?;
+                    client.get(LEASE_BARRIER, None).await?;
+                    let leases = client.leases().await?;
+                    Ok::<_, etcd_client::Error>(leases.leases().iter().map(|l| l.id()).collect())
+                };
+                tokio::time::timeout(Duration::from_millis(500), ask).await.ok().and_then(Result::ok)
+            });
+        }
+        while let Some(answer) = asks.join_next().await {
+            if let Ok(Some(leases)) = answer {
+                return Some(leases);
+            }
+        }
+        None
     }
 
     fn crash(&mut self, server: &str) {
@@ -206,6 +224,9 @@ impl Cluster for EtcdCluster {
         self.launch(index)
     }
 }
+
+/// The key of the linearizable read that makes a member's lease list current: never written.
+const LEASE_BARRIER: &str = "/coordsim/lease-barrier";
 
 /// The prefixes of the `/metrics` lines kept for calibration (the rest, Go runtime and gRPC
 /// counters, is most of the page).
