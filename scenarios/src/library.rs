@@ -27,6 +27,7 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("grant-to-expired-waiter-fixed", include_str!("../library/grant-to-expired-waiter-fixed.toml")),
     ("deposed-leader-expires-leases", include_str!("../library/deposed-leader-expires-leases.toml")),
     ("deposed-leader-expires-leases-fixed", include_str!("../library/deposed-leader-expires-leases-fixed.toml")),
+    ("deposed-leader-revokes-on-etcd-3-4-23", include_str!("../library/deposed-leader-revokes-on-etcd-3-4-23.toml")),
     ("slow-fsync-leader", include_str!("../library/slow-fsync-leader.toml")),
     ("slow-fsync-leader-fixed", include_str!("../library/slow-fsync-leader-fixed.toml")),
     ("flood-cas-lock-250", include_str!("../library/flood-cas-lock-250.toml")),

@@ -11,6 +11,14 @@
 //! - Before 3.4.20 and 3.5.2, a new leader did not schedule checkpoints when promoted (only for
 //!   a lessor of 1000 leases or more), so the first leader change ended checkpointing ("Lease
 //!   checkpoints don't prevent to reset ttl on leader change", PRs 14253 and 13508).
+//! - Before 3.4.31 and 3.5.13, a leader that stalled (a slow disk, a starved CPU, a paused
+//!   process) and woke with its lessor still primary proposed the revocation of every lease
+//!   whose deadline had passed by its clock, after it had stepped down, and its follower's raft
+//!   forwarded the proposal to the new leader, which committed it: leases their owners kept
+//!   renewing through the new leader were revoked (issues 12528 and 15247; fixed by checking
+//!   leadership before revoking, PR 16822, backported as 17465 and 17425). Measured: real etcd
+//!   3.4.23 revoked c1's renewed lease 1 ms after its stalled leader resumed
+//!   (deposed-leader-revokes-on-etcd-3-4-23).
 
 use std::fmt;
 use std::str::FromStr;
@@ -49,6 +57,17 @@ impl EtcdRelease {
         }
     }
 
+    /// Whether a member that no longer leads drops the revocations its lessor still asks for
+    /// (etcd ≥ 3.4.31, ≥ 3.5.13, 3.6: `revokeExpiredLeases` checks leadership first); before,
+    /// they were forwarded to the new leader and committed.
+    pub fn revokes_only_while_leading(&self) -> bool {
+        match self.minor {
+            4 => self.at_least(4, 31),
+            5 => self.at_least(5, 13),
+            _ => true,
+        }
+    }
+
     /// The lessor of this release with the given configuration. `checkpoint_interval_ms`
     /// `None` is etcd's 5 minutes; `promotion_extend_ms` is the election timeout.
     pub fn lease_policy(
@@ -62,6 +81,7 @@ impl EtcdRelease {
             checkpoint_interval_ms: checkpoint_interval_ms.unwrap_or(DEFAULT_CHECKPOINT_INTERVAL_MS),
             schedule_on_promotion: self.schedules_checkpoints_on_promotion(),
             promotion_extend_ms,
+            revoke_only_while_leading: self.revokes_only_while_leading(),
         }
     }
 }
@@ -141,6 +161,15 @@ mod tests {
         assert!(!schedules("3.4.0") && !schedules("3.4.19") && schedules("3.4.20") && schedules("3.4"));
         assert!(!schedules("3.5.0") && !schedules("3.5.1") && schedules("3.5.2") && schedules("3.5"));
         assert!(schedules("3.6.0") && schedules("3.6"));
+    }
+
+    #[test]
+    fn a_stale_leaders_revocations_are_dropped_from_3_4_31_and_3_5_13() {
+        let dropped = |text: &str| release(text).revokes_only_while_leading();
+        assert!(!dropped("3.4.23") && !dropped("3.4.30") && dropped("3.4.31") && dropped("3.4"));
+        assert!(!dropped("3.5.0") && !dropped("3.5.12") && dropped("3.5.13") && dropped("3.5"));
+        assert!(dropped("3.6.0") && dropped("3.6"));
+        assert!(!release("3.4.23").lease_policy(false, None, 150).revoke_only_while_leading);
     }
 
     #[test]

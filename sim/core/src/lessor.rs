@@ -52,6 +52,10 @@ pub struct LeasePolicy {
     pub schedule_on_promotion: bool,
     /// What a promotion adds to every lease, in ms: the election timeout.
     pub promotion_extend_ms: u64,
+    /// Whether a server that no longer leads drops the revocations its lessor took as due while
+    /// it was primary (etcd ≥ 3.4.31, ≥ 3.5.13); false: it forwards them to the new leader, which
+    /// commits them (`crate::etcd_release::EtcdRelease::revokes_only_while_leading`).
+    pub revoke_only_while_leading: bool,
 }
 
 impl Default for LeasePolicy {
@@ -62,6 +66,7 @@ impl Default for LeasePolicy {
             checkpoint_interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
             schedule_on_promotion: true,
             promotion_extend_ms: 150,
+            revoke_only_while_leading: true,
         }
     }
 }

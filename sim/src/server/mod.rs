@@ -587,6 +587,18 @@ impl Server {
                 let was_leader = matches!(last, Some((ServerState::Leader, _)));
                 if was_leader && !is_leader && !self.bugs.deposed_leader_expires_leases {
                     // (The bug skips this: the deposed leader's lessor stays primary.)
+                    if !lock(&self.lessor).policy().revoke_only_while_leading {
+                        // etcd before 3.4.31 and 3.5.13: a leader that stalled wakes with its
+                        // lessor's expiry check overdue, and the check runs before the raft loop
+                        // has applied the step-down that demotes the lessor (measured on real
+                        // etcd 3.4.23: the revocation 1 ms after the pause ended). Its
+                        // revocations are forwarded to the new leader and commit.
+                        let expired = lock(&self.lessor).take_expired(self.clock.now());
+                        for lease in expired {
+                            let server = self.clone();
+                            madsim::task::spawn(async move { server.revoke_expired(lease).await });
+                        }
+                    }
                     lock(&self.lessor).demote();
                 }
                 if last.map(|(s, _)| s) != Some(state) || is_leader {
@@ -627,12 +639,25 @@ impl Server {
 
     async fn revoke_expired(&self, lease: LeaseId) {
         let revoke = Command::LeaseRevoke { id: lease, reason: RevokeReason::Expired };
+        let stale_revokes_commit = !lock(&self.lessor).policy().revoke_only_while_leading;
         let response = if self.raft.is_leader() {
-            self.raft.client_write(revoke).await.map(|r| r.data).map_err(|e| e.to_string())
+            match self.raft.client_write(revoke.clone()).await {
+                Ok(written) => Ok(written.data),
+                // An etcd release before the fix (3.4.31, 3.5.13) proposed it all the same, and
+                // the raft of a leader that stepped down meanwhile (a stalled leader waking up)
+                // forwarded the proposal to the new leader, which committed it.
+                Err(error) if stale_revokes_commit && error.forward_to_leader().is_some() => {
+                    self.forward_proposal(revoke).await
+                }
+                Err(error) => Err(error.to_string()),
+            }
         } else if self.bugs.deposed_leader_expires_leases {
             // A deposed leader with the bug switch: like etcd before the fix, it proposes through
             // whoever leads now, and the revocation commits.
             self.forward(revoke).await
+        } else if stale_revokes_commit {
+            // An etcd release before the fix (3.4.31, 3.5.13): the same, through raft's forwarding.
+            self.forward_proposal(revoke).await
         } else {
             // The lessor took these leases as expired while it was still primary, and the server
             // has stepped down since (a leader that wakes from a stall does both at once). etcd
@@ -661,6 +686,23 @@ impl Server {
             ClientReply::Write(response) => Ok(ApplyResult::Command(response)),
             other => Err(format!("{other:?}")),
         }
+    }
+
+    /// A proposal made on a member that no longer leads, as etcd's raft forwards it: to the
+    /// leader the member knows, and if that one says another leads now (a member that has just
+    /// stepped down may still name itself), to that one.
+    async fn forward_proposal(&self, command: Command) -> Result<ApplyResult, String> {
+        let mut leader = self.raft.current_leader().await.ok_or("no leader known")?;
+        for _ in 0..2 {
+            let addr = *self.members.get(&leader).ok_or("leader not a member")?;
+            let request = ClientRequest::Write(command.clone());
+            match self.endpoint.call(addr, request, Duration::from_secs(1)).await.map_err(|e| e.to_string())? {
+                ClientReply::Write(response) => return Ok(ApplyResult::Command(response)),
+                ClientReply::NotLeader { leader: Some(next) } if next != leader => leader = next,
+                other => return Err(format!("{other:?}")),
+            }
+        }
+        Err("no leader took the proposal".into())
     }
 
     /// The primary's checkpoint loop: record the remaining TTL of every lease whose checkpoint
