@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use crate::history::{Event, History};
-use crate::properties::leases::lease_ends;
+use crate::properties::leases::{expired_when, lease_ends};
 use crate::properties::locks::{LockRequest, lock_requests};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
@@ -66,14 +66,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
                     grant.lock,
                     History::fmt_time(granted_ns),
                     grant.lease,
-                    match expired_latest_ns > expired_ns {
-                        false => format!("at {}", History::fmt_time(expired_ns)),
-                        true => format!(
-                            "between {} and {}",
-                            History::fmt_time(expired_ns),
-                            History::fmt_time(expired_latest_ns)
-                        ),
-                    },
+                    expired_when(expired_ns, expired_latest_ns),
                     because,
                     History::fmt_time(earliest_ns),
                 ),

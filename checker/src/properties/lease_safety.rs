@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 
 use crate::history::{Call, Event, History, OpId, Return};
+use crate::properties::leases::expired_when;
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
 #[derive(Default)]
@@ -40,7 +41,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
         let Some((expired_ns, latest_ns, expiry_entry)) = lease.expired else { continue };
         expiries += 1;
         let ttl_ns = lease.ttl_ms * 1_000_000;
-        let when = when(expired_ns, latest_ns);
+        let when = expired_when(expired_ns, latest_ns);
         let before: Vec<&(u64, u64, usize)> = lease.renewals.iter().filter(|(sent, _, _)| *sent < latest_ns).collect();
         if let Some(&&(sent_ns, acked_ns, entry)) = before.iter().max_by_key(|(sent, _, _)| *sent) {
             let earliest_ns = sent_ns + ttl_ns;
@@ -134,12 +135,4 @@ fn collect(history: &History) -> BTreeMap<i64, Lease> {
         record.expired = expiries.remove(id);
     }
     leases
-}
-
-/// "at T", or for an expiry observed from outside "between T1 and T2".
-fn when(time_ns: u64, latest_ns: u64) -> String {
-    match latest_ns > time_ns {
-        false => format!("at {}", History::fmt_time(time_ns)),
-        true => format!("between {} and {}", History::fmt_time(time_ns), History::fmt_time(latest_ns)),
-    }
 }

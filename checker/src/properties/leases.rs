@@ -206,3 +206,12 @@ pub(super) fn lease_ends(history: &History) -> BTreeMap<i64, LeaseEnd> {
     }
     ends
 }
+
+/// When a lease expired, for a finding: "at T", or for an expiry observed from outside (known
+/// only within `time_ns..=latest_ns`) "between T1 and T2".
+pub(super) fn expired_when(time_ns: u64, latest_ns: u64) -> String {
+    match latest_ns > time_ns {
+        false => format!("at {}", History::fmt_time(time_ns)),
+        true => format!("between {} and {}", History::fmt_time(time_ns), History::fmt_time(latest_ns)),
+    }
+}

@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 
 use crate::history::{Event, History, Phase};
 use crate::properties::lease_liveness::FAULT_RECOVERY_MS;
-use crate::properties::leases::{Renewal, crashes, leases};
+use crate::properties::leases::{Renewal, crashes, expired_when, leases};
 use crate::verdict::{Finding, PropertyReport, Verdict};
 
 const MS: u64 = 1_000_000;
@@ -136,10 +136,7 @@ pub(super) fn check(history: &History) -> PropertyReport {
                 lease.id,
                 lease.owner,
                 lease.ttl_ms,
-                match latest_ns > expired_ns {
-                    false => format!("at {}", History::fmt_time(expired_ns)),
-                    true => format!("between {} and {}", History::fmt_time(expired_ns), History::fmt_time(latest_ns)),
-                },
+                expired_when(expired_ns, latest_ns),
                 lease.owner,
                 History::fmt_time(window_ns),
                 last_ack.map_or(String::new(), |ns| format!(" (last acknowledged renewal at {})", History::fmt_time(ns))),

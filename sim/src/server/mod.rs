@@ -591,7 +591,7 @@ impl Server {
                         // etcd before 3.4.31 and 3.5.13: a leader that stalled wakes with its
                         // lessor's expiry check overdue, and the check runs before the raft loop
                         // has applied the step-down that demotes the lessor (measured on real
-                        // etcd 3.4.23: the revocation 1 ms after the pause ended). Its
+                        // etcd 3.4.23: the lease gone within 110 ms of the pause's end). Its
                         // revocations are forwarded to the new leader and commit.
                         let expired = lock(&self.lessor).take_expired(self.clock.now());
                         for lease in expired {
@@ -673,36 +673,35 @@ impl Server {
         }
     }
 
-    /// Sends a command to the current leader as a client would.
+    /// Sends a command to the current leader as a client would, once.
     async fn forward(&self, command: Command) -> Result<ApplyResult, String> {
-        let leader = self.raft.current_leader().await.ok_or("no leader known")?;
-        let addr = *self.members.get(&leader).ok_or("leader not a member")?;
-        let reply = self
-            .endpoint
-            .call(addr, ClientRequest::Write(command), Duration::from_secs(1))
-            .await
-            .map_err(|e| e.to_string())?;
-        match reply {
-            ClientReply::Write(response) => Ok(ApplyResult::Command(response)),
-            other => Err(format!("{other:?}")),
-        }
+        self.forward_following(command, 0).await
     }
 
     /// A proposal made on a member that no longer leads, as etcd's raft forwards it: to the
     /// leader the member knows, and if that one says another leads now (a member that has just
     /// stepped down may still name itself), to that one.
     async fn forward_proposal(&self, command: Command) -> Result<ApplyResult, String> {
+        self.forward_following(command, 1).await
+    }
+
+    /// Sends `command` to the leader this member knows, following up to `redirects` answers
+    /// that name another leader.
+    async fn forward_following(&self, command: Command, redirects: usize) -> Result<ApplyResult, String> {
         let mut leader = self.raft.current_leader().await.ok_or("no leader known")?;
-        for _ in 0..2 {
+        let mut redirects_left = redirects;
+        loop {
             let addr = *self.members.get(&leader).ok_or("leader not a member")?;
             let request = ClientRequest::Write(command.clone());
             match self.endpoint.call(addr, request, Duration::from_secs(1)).await.map_err(|e| e.to_string())? {
                 ClientReply::Write(response) => return Ok(ApplyResult::Command(response)),
-                ClientReply::NotLeader { leader: Some(next) } if next != leader => leader = next,
+                ClientReply::NotLeader { leader: Some(next) } if next != leader && redirects_left > 0 => {
+                    redirects_left -= 1;
+                    leader = next;
+                }
                 other => return Err(format!("{other:?}")),
             }
         }
-        Err("no leader took the proposal".into())
     }
 
     /// The primary's checkpoint loop: record the remaining TTL of every lease whose checkpoint
