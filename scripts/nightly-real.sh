@@ -41,4 +41,11 @@ for scenario in $($bin list | awk '{print $1}'); do
   one zookeeper "$scenario"
 done
 echo "$runs real runs, $unexpected not as expected (folders under $OUT)"
+# The verdict table of docs/real-systems.md: copy $OUT/real-verdicts.json and .md into
+# docs/data/real/ to publish a new measurement.
+etcd_version=$(/usr/bin/etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p')
+zk_version=$(ls /usr/share/java/zookeeper-3*.jar 2>/dev/null | head -1 | sed 's/.*zookeeper-\(3[0-9.]*[0-9]\)\.jar/\1/')
+echo "One run of every library scenario a real cluster accepts (\`scripts/nightly-real.sh\`, $(date -u +%F), etcd ${etcd_version:-?}, ZooKeeper ${zk_version:-?}, $(nproc) cores)." > "$OUT/source.txt"
+rm -f "$OUT/real-verdicts.json"
+$bin report "$OUT"
 [ $unexpected -eq 0 ]

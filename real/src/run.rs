@@ -14,6 +14,7 @@ use std::time::Duration;
 use coordsim_checker::history::{
     Event, FaultKind, History, LeaseObservation, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA,
 };
+use coordsim_sim::etcd_release::{EtcdRelease, ReleaseDifference};
 use coordsim_sim::kv_workload::KvRole;
 use coordsim_sim::nemesis::compose::{self, Composition};
 use coordsim_sim::nemesis::links::{self, Link};
@@ -123,6 +124,12 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
     }
     if scenario.observers.is_some() {
         return Err(unsupported("observers", "observers (watch-only clients) run only in the simulator so far"));
+    }
+    if system == System::Zookeeper && scenario.cluster.heartbeat_interval.is_some() {
+        return Err(unsupported(
+            "cluster.heartbeat_interval",
+            "etcd's --heartbeat-interval and --election-timeout: ZooKeeper's timing is its tickTime, not these",
+        ));
     }
     if system == System::Etcd && scenario.cluster.etcd.lease_checkpoint_interval.is_some() {
         return Err(unsupported(
@@ -273,7 +280,8 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
     let mut hosts = Hosts { net: None, env: clock_env(scenario) };
     let nodes: Vec<String> =
         (1..=servers).map(|i| format!("s{i}")).chain((1..=scenario.clients.count).map(|i| format!("c{i}"))).collect();
-    if faults.iter().any(|f| is_network_fault(&f.fault)) {
+    let preset = preset_delay(scenario);
+    if preset.is_some() || faults.iter().any(|f| is_network_fault(&f.fault)) {
         hosts.net = Some(Arc::new(crate::netns::Network::create(&nodes)?));
     }
     // Declared after `hosts`, so dropped first: the processes die before their namespaces go.
@@ -281,17 +289,22 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
     // Delays need a proxy on every link, in place before the servers open their connections.
     let mut links = None;
     if let Some(net) = &hosts.net
-        && faults.iter().any(|f| matches!(f.fault, Fault::Latency { .. } | Fault::LinkDelay { .. }))
+        && (preset.is_some() || faults.iter().any(|f| matches!(f.fault, Fault::Latency { .. } | Fault::LinkDelay { .. })))
     {
-        let control = crate::links::LinkControl::start(net, &nodes, RESOURCE, &procs, exe, &dirs.links()).await?;
+        let mut control = crate::links::LinkControl::start(net, &nodes, RESOURCE, &procs, exe, &dirs.links()).await?;
+        if preset.is_some() {
+            // In force before the servers open their connections, for the whole run.
+            control.set(&crate::links::delays(&control.nodes(), preset, &[]))?;
+        }
         links = Some(control);
     }
     let started = std::time::Instant::now();
     let history = match system {
         System::Etcd => {
             let checkpoint = scenario.cluster.etcd.lease_checkpoint;
+            let raft = crate::cluster::etcd::RaftFlags::of(&scenario.cluster);
             let cluster =
-                EtcdCluster::start(&dirs.cluster(), servers, checkpoint, procs.clone(), hosts.clone()).await?;
+                EtcdCluster::start(&dirs.cluster(), servers, checkpoint, raft, procs.clone(), hosts.clone()).await?;
             let ready = started.elapsed();
             (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts, &mut links).await?, ready)
         }
@@ -410,6 +423,7 @@ async fn drive<C: Cluster>(
         spawn_client(&procs, hosts, dirs, exe, &base, client, start_ns)
     })?;
     let mut timeline = Timeline::new(faults);
+    timeline.base_latency = preset_delay(scenario);
     let mut last_leader: Option<String> = None;
     let mut term = 0u64;
     let mut sessions = Sessions::default();
@@ -681,6 +695,9 @@ struct Timeline<'a> {
     link_delays: std::collections::BTreeMap<usize, (String, String, Duration)>,
     /// The cuts and loss the namespaces' rules hold now (none written yet: `None`).
     applied_rules: Option<(BTreeSet<Link>, f64)>,
+    /// Every link's delay while no latency fault is in force: the scenario's network preset
+    /// ([`preset_delay`]); `None`, the machine's own loopback.
+    base_latency: Option<Delay>,
 }
 
 impl<'a> Timeline<'a> {
@@ -702,6 +719,7 @@ impl<'a> Timeline<'a> {
             composed: Composition::default(),
             link_delays: Default::default(),
             applied_rules: None,
+            base_latency: None,
         }
     }
 
@@ -747,9 +765,9 @@ impl<'a> Timeline<'a> {
     }
 
     /// The latency now: the latest-starting active fault's range, as in the simulator (plan order
-    /// is start order).
+    /// is start order), else the network preset's.
     fn latency(&self) -> Option<Delay> {
-        self.composed.latency().map(|range| Delay { min: range.start, max: range.end })
+        self.composed.latency().map(|range| Delay { min: range.start, max: range.end }).or(self.base_latency)
     }
 
     fn next_due(&mut self, now: u64) -> Option<(u64, Action)> {
@@ -765,6 +783,51 @@ impl<'a> Timeline<'a> {
         self.pending.retain(|(_, action)| !matches!(action, Action::End(i) if *i == index));
         self.pending.push((0, Action::End(index)));
     }
+}
+
+/// A line for the reader when the installed etcd (`installed`) behaves differently from the
+/// release the scenario stands for (`cluster.etcd.version`, default 3.5) in a behaviour this
+/// run can reach: lease checkpoints scheduled by a new leader (with `lease_checkpoint` on), or a
+/// stalled leader's revocations (a pause, slow disk or slow CPU that may hit a server). The
+/// run's verdicts are judged against the scenario's expectations all the same; where they
+/// differ, this says why they may. `None`: nothing reachable differs.
+pub fn release_note(scenario: &Scenario, faults: &[PlannedFault], installed: EtcdRelease) -> Option<String> {
+    let named = scenario.cluster.etcd.release();
+    let stalls_a_server = faults.iter().any(|planned| match &planned.fault {
+        Fault::Pause { target } | Fault::SlowDisk { target, .. } | Fault::SlowCpu { target, .. } => match target {
+            Target::Node(name) => name.starts_with('s'),
+            Target::AnyClient => false,
+            Target::Leader | Target::Follower | Target::AnyServer | Target::AnyNode => true,
+        },
+        _ => false,
+    });
+    let reached: Vec<String> = installed
+        .differences_from(&named)
+        .into_iter()
+        .filter(|difference| match difference {
+            ReleaseDifference::CheckpointsOnPromotion => scenario.cluster.etcd.lease_checkpoint,
+            ReleaseDifference::RevocationsAfterStepDown => stalls_a_server,
+        })
+        .map(|difference| difference.to_string())
+        .collect();
+    (!reached.is_empty()).then(|| {
+        format!(
+            "note: the scenario stands for etcd {named} (cluster.etcd.version), the installed etcd is {installed}; they \
+             differ in {}, which this run can reach: where its verdicts differ from the scenario's expectations, \
+             that may be why",
+            reached.join(", and ")
+        )
+    })
+}
+
+/// The delay each link's proxy holds a chunk back under the scenario's network preset
+/// (`[timing] network_preset`, `--network`): uniform between the preset's one-way minimum and
+/// its p90 (the proxies draw from a range; the preset's median and mean fall inside it, its
+/// tail beyond the p90 is left out). `None` without a preset.
+pub fn preset_delay(scenario: &Scenario) -> Option<Delay> {
+    let name = scenario.timing.as_ref()?.network_preset.as_ref()?;
+    let latency = coordsim_sim::timing::network_preset(name)?.network.latency;
+    Some(Delay { min: latency.at(0.0), max: latency.at(0.9) })
 }
 
 fn is_network_fault(fault: &Fault) -> bool {
@@ -1058,7 +1121,8 @@ fn merge(
         time_model: None,
         // ZooKeeper's sessions and elections are not of this shape (ticks, not a Raft leader's
         // lessor): its histories go without.
-        service_timing: (system == System::Etcd).then(crate::cluster::etcd::service_timing),
+        service_timing: (system == System::Etcd)
+            .then(|| crate::cluster::etcd::service_timing(crate::cluster::etcd::RaftFlags::of(&scenario.cluster))),
         lease_observation: Some(observation),
     };
     history.validate().map_err(|error| format!("the merged history is invalid (a bug in coordsim real): {error}"))?;
@@ -1089,6 +1153,38 @@ mode = "fenced"
 [clients]
 count = 2
 "#;
+
+    #[test]
+    fn the_installed_etcd_is_named_only_where_a_difference_can_be_reached() {
+        let installed: EtcdRelease = "3.4.23".parse().unwrap();
+        let pause = |target: &str| format!("[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"pause\"\ntarget = \"{target}\"\n");
+        let note = |text: String| {
+            let s = scenario(&text);
+            let faults = check(&s, System::Etcd, 1).unwrap();
+            release_note(&s, &faults, installed)
+        };
+        // 3.5 (the default) and 3.4.23 differ in a stalled leader's revocations: reached by a
+        // pause of the leader, not by a client's.
+        let leader = note(format!("{BASE}{}", pause("leader"))).expect("a note");
+        assert!(leader.contains("etcd 3.5") && leader.contains("3.4.23") && leader.contains("3.4.31"), "{leader}");
+        assert_eq!(note(format!("{BASE}{}", pause("c1"))), None);
+        // A scenario naming the installed release has nothing to say.
+        let named = BASE.replace("[cluster]\nservers = 3\n", "[cluster]\nservers = 3\n[cluster.etcd]\nversion = \"3.4.23\"\n");
+        assert_eq!(note(format!("{named}{}", pause("leader"))), None);
+    }
+
+    #[test]
+    fn a_network_preset_delays_every_link_from_its_minimum_to_its_p90() {
+        let wan = BASE.replace(
+            "[cluster]\nservers = 3\n",
+            "[cluster]\nservers = 3\nheartbeat_interval = \"100ms\"\nelection_timeout = \"1s\"\n[timing]\nnetwork_preset = \"wan\"\n",
+        );
+        let delay = preset_delay(&scenario(&wan)).expect("a delay");
+        assert_eq!(delay, Delay { min: Duration::from_millis(30), max: Duration::from_millis(38) });
+        assert_eq!(preset_delay(&scenario(BASE)), None);
+        assert_eq!(crate::cluster::etcd::RaftFlags::of(&scenario(&wan).cluster).heartbeat_ms, 100);
+        assert_eq!(crate::cluster::etcd::RaftFlags::of(&scenario(BASE).cluster), Default::default());
+    }
 
     #[test]
     fn a_lock_scenario_with_a_pause_runs_on_etcd_but_not_on_zookeeper() {

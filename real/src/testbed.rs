@@ -191,7 +191,8 @@ impl RealTestbed {
         match self.system {
             System::Etcd => {
                 let cluster =
-                    EtcdCluster::start(dir, self.servers, self.lease_checkpoint, procs, Hosts::default()).await?;
+                    EtcdCluster::start(dir, self.servers, self.lease_checkpoint, Default::default(), procs, Hosts::default())
+                        .await?;
                 // The processes belong to `procs`, which kills them; the handle is not needed again.
                 Ok((cluster.servers(), cluster.client_endpoints()))
             }
@@ -269,7 +270,8 @@ impl Shared {
     fn history(&self, name: &str, clients: usize, system: System) -> History {
         let mut history = History::new(name, 1);
         history.recorded_on = Some(format!("real {}", system.name()));
-        history.service_timing = (system == System::Etcd).then(crate::cluster::etcd::service_timing);
+        history.service_timing =
+            (system == System::Etcd).then(|| crate::cluster::etcd::service_timing(Default::default()));
         let servers = self.servers.borrow();
         history.nodes = servers.iter().map(|s| NodeInfo { name: s.clone(), role: NodeRole::Server }).collect();
         history.nodes.extend((1..=clients).map(|i| NodeInfo { name: format!("c{i}"), role: NodeRole::Client }));

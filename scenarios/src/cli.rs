@@ -84,6 +84,11 @@ enum Command {
         /// `none` (1-10 ms messages, servers that cost nothing).
         #[arg(long)]
         profile: Option<String>,
+        /// Run every scenario on this network in place of its profile's (measured on
+        /// loopback): `lan`, `cross-zone` or `wan` (docs/time.md says where each one's
+        /// latency and capacity come from). Needs a time model (not `--profile none`).
+        #[arg(long)]
+        network: Option<String>,
     },
     /// Measure detection: for each bug switch, run its swarm scenario (swarm-<switch>) over the
     /// seeds with the switch on (detection rate, seeds to detection, properties that caught it)
@@ -191,6 +196,9 @@ enum Command {
         /// auto (each recipe on its service's calibrated profile), none, or a profile's name.
         #[arg(long, default_value = "auto")]
         profile: String,
+        /// A network preset in place of the profiles' own: lan, cross-zone or wan.
+        #[arg(long)]
+        network: Option<String>,
         /// Seeds run in parallel (default: the number of cores).
         #[arg(long)]
         jobs: Option<usize>,
@@ -331,12 +339,13 @@ pub fn main(cli: Cli) -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { scenario } => crate::explain::explain(&scenario),
-        Command::Run { scenarios, seed, seeds, out, jobs, report, show_plan, bugs, shard, profile } => {
+        Command::Run { scenarios, seed, seeds, out, jobs, report, show_plan, bugs, shard, profile, network } => {
             let selection = SeedSelection::new(seed, seeds, shard);
             if show_plan {
                 show_plans(&scenarios, &selection.seeds)
             } else {
-                let options = RunOptions { bugs: bugs.as_deref(), profile: profile.as_deref() };
+                let options =
+                    RunOptions { bugs: bugs.as_deref(), profile: profile.as_deref(), network: network.as_deref() };
                 run(&scenarios, &selection, &out, jobs, report, options)
             }
         }
@@ -350,12 +359,12 @@ pub fn main(cli: Cli) -> ExitCode {
         }
         Command::Report { paths } => report_cmd::report(&paths),
         Command::Metrics { histories, json } => crate::metrics_cmd::run(&histories, json),
-        Command::Compare { scenario, recipes, seeds, profile, jobs } => {
+        Command::Compare { scenario, recipes, seeds, profile, network, jobs } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             if jobs == 0 || seeds.1 - seeds.0 >= 1000 {
                 Err(InputError::Usage("--jobs must be at least 1 and --seeds at most 1000 seeds".into()))
             } else {
-                crate::compare::run(&crate::compare::Request { scenario, recipes, seeds, profile, jobs })
+                crate::compare::run(&crate::compare::Request { scenario, recipes, seeds, profile, network, jobs })
             }
         }
         Command::Check { histories, format, model, initial, timeout, memory_limit, max_input } => {
@@ -465,6 +474,8 @@ struct RunOptions<'a> {
     bugs: Option<&'a str>,
     /// `--profile`: the time profile (`auto`, `none`, or a name).
     profile: Option<&'a str>,
+    /// `--network`: a network preset in place of the profile's network.
+    network: Option<&'a str>,
 }
 
 /// Sets every scenario's `[timing]` as `--profile` says.
@@ -504,6 +515,19 @@ fn run(
     if let Some(profile) = options.profile {
         override_profile(&mut loaded, profile)?;
         args.push(format!("--profile {profile}"));
+    }
+    if let Some(network) = options.network {
+        use coordsim_sim::scenario::TimingSpec;
+        for scenario in &mut loaded {
+            let spec = TimingSpec::on_network(scenario.scenario.timing.take(), network).map_err(InputError::Usage)?;
+            scenario.scenario.timing = Some(spec);
+            scenario.arg = format!("{} --network {network}", scenario.arg);
+            // The servers' heartbeat must outlast the new network's round trip.
+            scenario.scenario.validate().map_err(|e| {
+                InputError::Usage(format!("{} with --network {network}: {}: {}", scenario.source, e.field, e.message))
+            })?;
+        }
+        args.push(format!("--network {network}"));
     }
     let args = args.as_slice();
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -34,6 +34,8 @@ pub struct Request {
     pub seeds: (u64, u64),
     /// `auto` (each recipe on its service's profile), `none`, or a profile's name.
     pub profile: String,
+    /// A network preset in place of the profiles' own (`--network`).
+    pub network: Option<String>,
     pub jobs: usize,
 }
 
@@ -69,8 +71,8 @@ fn recipe_name(recipe: Recipe) -> String {
     serde_json::to_string(&recipe).expect("a recipe serializes").trim_matches('"').to_string()
 }
 
-/// `base` with `recipe` and its time profile.
-fn variant(base: &Scenario, recipe: Recipe, profile: &str) -> Result<Scenario, InputError> {
+/// `base` with `recipe` and its time profile, on `network` if one is named.
+fn variant(base: &Scenario, recipe: Recipe, profile: &str, network: Option<&str>) -> Result<Scenario, InputError> {
     let mut scenario = base.clone();
     let lock = scenario.lock.as_mut().expect("checked: the scenario has a [lock]");
     lock.recipe = recipe;
@@ -79,7 +81,11 @@ fn variant(base: &Scenario, recipe: Recipe, profile: &str) -> Result<Scenario, I
             "--recipes: redlock runs on independent Redis servers, not on the scenario's cluster".into(),
         ));
     }
-    scenario.timing = Some(TimingSpec::from_flag(profile, recipe.is_zookeeper()).map_err(InputError::Usage)?);
+    let mut timing = TimingSpec::from_flag(profile, recipe.is_zookeeper()).map_err(InputError::Usage)?;
+    if let Some(network) = network {
+        timing = TimingSpec::on_network(Some(timing), network).map_err(InputError::Usage)?;
+    }
+    scenario.timing = Some(timing);
     scenario.name = format!("{}-{}", base.name, recipe_name(recipe));
     scenario.validate().map_err(|e| {
         InputError::Usage(format!("{} with recipe {}: {}: {}", base.name, recipe_name(recipe), e.field, e.message))
@@ -111,7 +117,7 @@ pub fn rows(request: &Request) -> Result<Vec<Row>, InputError> {
         request.recipes.iter().map(|name| parse_recipe(name)).collect::<Result<_, _>>()?
     };
     let variants: Vec<Scenario> =
-        recipes.iter().map(|recipe| variant(&base, *recipe, &request.profile)).collect::<Result<_, _>>()?;
+        recipes.iter().map(|recipe| variant(&base, *recipe, &request.profile, request.network.as_deref())).collect::<Result<_, _>>()?;
     let seeds: Vec<u64> = (request.seeds.0..=request.seeds.1).collect();
     let tasks: Vec<Task<'_>> = variants
         .iter()

@@ -22,6 +22,7 @@ pub mod output;
 pub mod owned;
 pub mod prelude;
 pub mod real_cmd;
+pub mod real_verdicts;
 pub mod report_cmd;
 pub mod shrink;
 pub mod soak;

@@ -87,6 +87,7 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("nested-unlock-releases-outer", include_str!("../library/nested-unlock-releases-outer.toml")),
     ("reentrant-lock", include_str!("../library/reentrant-lock.toml")),
     ("hundred-requests-etcd-mutex", include_str!("../library/hundred-requests-etcd-mutex.toml")),
+    ("wan-etcd-mutex", include_str!("../library/wan-etcd-mutex.toml")),
     ("hundred-requests-etcd-lock-api", include_str!("../library/hundred-requests-etcd-lock-api.toml")),
     ("hundred-requests-etcd-cas", include_str!("../library/hundred-requests-etcd-cas.toml")),
     ("hundred-requests-etcd-semaphore", include_str!("../library/hundred-requests-etcd-semaphore.toml")),

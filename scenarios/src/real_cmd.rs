@@ -440,11 +440,12 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
     let scenario = &loaded.scenario;
     // Refuse before starting anything: the check each run makes (its [chaos] draw differs), with
     // the file's name.
+    let mut plans = Vec::new();
     for run in 1..=runs {
-        coordsim_real::run::check(scenario, system, run).map_err(|e| {
+        plans.push(coordsim_real::run::check(scenario, system, run).map_err(|e| {
             let which = if runs > 1 { format!(" in run {run}'s fault plan") } else { String::new() };
             InputError::Usage(format!("{}: {e}{which} (against a real {} cluster)", loaded.source, system.name()))
-        })?;
+        })?);
     }
     for (_, path, purpose) in PROGRAMS.iter().take(3) {
         let needed = match system {
@@ -472,6 +473,13 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
         system.name(),
         not_judged.join(", ")
     );
+    // A scenario stands for an etcd release; the machine has the one it has.
+    if system == System::Etcd
+        && let Some(installed) = coordsim_real::cluster::etcd::installed_release()
+        && let Some(note) = plans.iter().find_map(|faults| coordsim_real::run::release_note(scenario, faults, installed))
+    {
+        crate::outln!("{note}");
+    }
     let soak_started = std::time::Instant::now();
     let mut tally = crate::soak::Tally::default();
     let mut unexpected = Vec::new();
@@ -639,6 +647,7 @@ fn simulated_figures(
     let mut scenario = scenario.clone();
     scenario.timing = Some(coordsim_sim::scenario::TimingSpec {
         profile: None,
+        network_preset: None,
         network: Some(model.network.clone()),
         server: Some(model.server.clone()),
         resource: Some(model.resource.clone()),

@@ -278,9 +278,12 @@ pub fn report(paths: &[PathBuf]) -> Result<ExitCode, InputError> {
             }
         } else if dir.join("detection.json").is_file() {
             crate::outln!("{}", render_detection(&dir)?.display());
+        } else if dir.join("real-verdicts.json").is_file() || ["etcd", "zookeeper"].iter().any(|s| dir.join(s).is_dir()) {
+            crate::outln!("{}", render_real_verdicts(&dir)?.display());
         } else {
             return Err(InputError::Usage(format!(
-                "{}: neither a run folder (with history.json) nor a sweep folder (with sweep.json or detection.json)",
+                "{}: neither a run folder (with history.json), a sweep folder (with sweep.json or detection.json) \
+                 nor a folder of real runs (etcd/ or zookeeper/, or real-verdicts.json)",
                 path.display()
             )));
         }
@@ -296,6 +299,30 @@ fn render_detection(dir: &Path) -> Result<PathBuf, InputError> {
         .map_err(|e| InputError::Usage(format!("{}: {e}", path.display())))?;
     let page = dir.join("detection.md");
     crate::owned::write(&page, sweep.markdown())?;
+    Ok(page)
+}
+
+/// Renders `real-verdicts.md` from a folder's `real-verdicts.json`, or first writes that file
+/// from the real runs under the folder (`etcd/<scenario>/run-N/summary.json`, ...; the folder's
+/// `source.txt`, if any, says how they were made) ([`RealVerdicts::markdown`]).
+fn render_real_verdicts(dir: &Path) -> Result<PathBuf, InputError> {
+    use crate::real_verdicts::RealVerdicts;
+    let json = dir.join("real-verdicts.json");
+    let verdicts = if json.is_file() {
+        RealVerdicts::from_json(&read(&json)?).map_err(|e| InputError::Usage(format!("{}: {e}", json.display())))?
+    } else {
+        let source_path = dir.join("source.txt");
+        let source = if source_path.is_file() {
+            read(&source_path)?
+        } else {
+            format!("Real runs read from {}.", dir.display())
+        };
+        let verdicts = RealVerdicts::from_folder(dir, source.trim())?;
+        crate::owned::write(&json, verdicts.to_json())?;
+        verdicts
+    };
+    let page = dir.join("real-verdicts.md");
+    crate::owned::write(&page, verdicts.markdown())?;
     Ok(page)
 }
 

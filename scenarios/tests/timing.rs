@@ -153,6 +153,7 @@ fn a_leader_that_commits_before_its_own_sync_answers_writes_sooner() {
         model.server.leader_commits_before_sync = leader_commits_before_sync;
         load.timing = Some(coordsim_sim::scenario::TimingSpec {
             profile: None,
+            network_preset: None,
             network: Some(model.network),
             server: Some(model.server),
             resource: Some(model.resource),
@@ -188,6 +189,7 @@ fn pipelined_replication_keeps_every_verdict_under_faults() {
         model.server.max_inflight_appends = 64;
         scenario.timing = Some(coordsim_sim::scenario::TimingSpec {
             profile: None,
+            network_preset: None,
             network: Some(model.network),
             server: Some(model.server),
             resource: Some(model.resource),

@@ -28,7 +28,7 @@ use crate::redis::{Keyspace, Persistence};
 use crate::resource::{RESOURCE_PORT, ResourceMode, serve_resource};
 use crate::scenario::{ClusterKind, Scenario};
 use crate::server::redis::serve_redis;
-use crate::server::{RaftTiming, SERVER_PORT, ServerSpec, serve};
+use crate::server::{SERVER_PORT, ServerSpec, serve};
 use crate::workload::{ClientPlan, run_client};
 
 /// The name of the protected resource node.
@@ -152,8 +152,8 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
             durable: Some(on_disk as Arc<dyn nemesis::Durable>),
         });
     }
-    let (raft, lease) =
-        (RaftTiming::default(), scenario.cluster.etcd.lease_policy(RaftTiming::default().election_timeout_min_ms));
+    let raft = scenario.cluster.raft_timing();
+    let lease = scenario.cluster.etcd.lease_policy(raft.election_timeout_min_ms);
     if scenario.cluster.kind == ClusterKind::Raft {
         // Every server runs with the same timing.
         recorder.set_service_timing(crate::server::service_timing(&raft, &lease));

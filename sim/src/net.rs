@@ -32,7 +32,7 @@ use madsim::task::NodeId;
 use tokio::sync::{Notify, oneshot};
 
 use crate::node;
-use coordsim_core::timing::Dist;
+use coordsim_core::timing::{Bandwidth, Dist, MESSAGE_FRAMING_BYTES};
 
 /// One-way latency of a message, drawn for each message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,25 +59,35 @@ impl LinkLatency {
     }
 }
 
-/// The latency of every link of a run.
+/// The latency of every link of a run, and what each node can send.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Links {
     /// Every link's, unless it is between two servers and `peer` is given.
     pub latency: LinkLatency,
     pub peer: Option<LinkLatency>,
+    /// Each node's outbound capacity (`coordsim_core::timing::NetworkTimes::bandwidth`);
+    /// `None`: messages take no time to go out.
+    pub bandwidth: Option<Bandwidth>,
 }
 
 impl Links {
     /// madsim's 1–10 ms on every link.
-    pub const MADSIM: Links = Links { latency: LinkLatency::MADSIM, peer: None };
+    pub const MADSIM: Links = Links { latency: LinkLatency::MADSIM, peer: None, bandwidth: None };
 
     /// A time model's network.
     pub fn of(model: &coordsim_core::timing::TimeModel) -> Links {
         Links {
             latency: LinkLatency::Model(model.network.latency.clone()),
             peer: model.network.peer.clone().map(LinkLatency::Model),
+            bandwidth: model.network.bandwidth,
         }
     }
+}
+
+/// A message's size on the wire without its framing: its encoded length (bincode's, close to
+/// protobuf's and jute's for the same fields).
+fn encoded_bytes<T: serde::Serialize>(message: &T) -> u64 {
+    bincode::serialized_size(message).unwrap_or(0)
 }
 
 /// A filter on replies travelling to one node: false drops the reply.
@@ -105,6 +115,10 @@ struct Network {
     /// (sending node, receiving address) → when the last ordered message sent on that link
     /// arrives: an ordered message never arrives before one sent before it ([`Endpoint::call_ordered`]).
     ordered_tail: BTreeMap<(NodeId, SocketAddr), Instant>,
+    /// Sending node → receiving node → when the last message queued on that connection has
+    /// gone out (with `links.bandwidth` only): the connections still sending share the node's
+    /// capacity.
+    outbound: BTreeMap<NodeId, BTreeMap<NodeId, Instant>>,
 }
 
 struct Bound {
@@ -126,6 +140,7 @@ pub fn install(links: Links) {
         endpoints: BTreeMap::new(),
         sequence: 0,
         ordered_tail: BTreeMap::new(),
+        outbound: BTreeMap::new(),
     });
 }
 
@@ -230,8 +245,9 @@ impl Endpoint {
     ) -> io::Result<R::Response> {
         let exchange = async {
             let (reply_tx, reply_rx) = oneshot::channel::<(Instant, R::Response)>();
+            let bytes = with_network(|net| net.links.bandwidth.is_some()).then(|| encoded_bytes(&request));
             let envelope = Envelope { from: self.node, request: Box::new(request), reply: Box::new(reply_tx) };
-            if self.send(to, TypeId::of::<R>(), envelope, ordered) {
+            if self.send(to, TypeId::of::<R>(), envelope, bytes, ordered) {
                 if let Ok((arrival, response)) = reply_rx.await {
                     sleep_until_exact(arrival).await;
                     return response;
@@ -244,17 +260,19 @@ impl Endpoint {
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "RPC timeout"))
     }
 
-    /// Puts a request in the inbox bound at `to`, arriving after the link's latency (and, if
-    /// `ordered`, no earlier than the ordered messages sent before it on the link); false if it
-    /// is lost.
-    fn send(&self, to: SocketAddr, kind: TypeId, envelope: Envelope, ordered: bool) -> bool {
+    /// Puts a request of `bytes` (its encoded size, when the network has a bandwidth) in the
+    /// inbox bound at `to`, arriving once it has gone out and travelled the link's latency
+    /// (and, if `ordered`, no earlier than the ordered messages sent before it on the link);
+    /// false if it is lost.
+    fn send(&self, to: SocketAddr, kind: TypeId, envelope: Envelope, bytes: Option<u64>, ordered: bool) -> bool {
         let now = Instant::now();
         let target = with_network(|net| {
             let bound = net.endpoints.get(&to)?;
             let (node, inbox) = (bound.node, bound.inbox.upgrade()?);
             let latency = net.transit(self.node, node)?;
             let delay = net.delays.get(&(self.node, to.ip())).and_then(|d| d.iter().max().copied());
-            let mut arrival = now + latency + delay.unwrap_or_default();
+            let sent = net.departure(self.node, node, now, bytes);
+            let mut arrival = sent + latency + delay.unwrap_or_default();
             if ordered {
                 let tail = net.ordered_tail.entry((self.node, to)).or_insert(arrival);
                 arrival = arrival.max(*tail);
@@ -301,10 +319,17 @@ impl Endpoint {
                     let filtered = |net: &mut Network| {
                         net.reply_filters.get(&caller).is_none_or(|keep| keep(&response as &dyn Any))
                     };
-                    let latency = with_network(|net| if filtered(net) { net.transit(me, caller) } else { None });
-                    if let Some(latency) = latency {
+                    let arrival = with_network(|net| {
+                        if !filtered(net) {
+                            return None;
+                        }
+                        let latency = net.transit(me, caller)?;
+                        let bytes = net.links.bandwidth.is_some().then(|| encoded_bytes(&response));
+                        Some(net.departure(me, caller, Instant::now(), bytes) + latency)
+                    });
+                    if let Some(arrival) = arrival {
                         // The caller may have given up: then nobody waits for the answer.
-                        let _ = reply.send((Instant::now() + latency, response));
+                        let _ = reply.send((arrival, response));
                     }
                 });
             }
@@ -347,6 +372,27 @@ impl Network {
         };
         let port = (EPHEMERAL_PORTS..=u16::MAX).find(|port| !live(self, *port));
         port.expect("fewer than 32,768 live endpoints on one address")
+    }
+
+    /// When a message of `bytes` (encoded, without framing) that `from` sends to `to` at `now`
+    /// has gone out. The node's capacity is shared evenly among its connections that have
+    /// something to send (processor sharing, as a NIC's queue interleaves flows); the message
+    /// goes after what is queued before it on its own connection, so that connection needs
+    /// `own` more time at the full rate, and it is done once each other connection still
+    /// sending has had as much as it, or all it had left: `own + Σ min(left_i, own)`. A message
+    /// sent later does not move one already sent (its arrival is fixed when it is sent), so two
+    /// long transfers that overlap finish a little early. `now` without a bandwidth.
+    fn departure(&mut self, from: NodeId, to: NodeId, now: Instant, bytes: Option<u64>) -> Instant {
+        let (Some(rate), Some(bytes)) = (self.links.bandwidth, bytes) else { return now };
+        let connections = self.outbound.entry(from).or_default();
+        connections.retain(|_, gone_out| *gone_out > now);
+        let queued = connections.get(&to).map_or(Duration::ZERO, |gone_out| *gone_out - now);
+        let own = queued + rate.transmit(bytes + MESSAGE_FRAMING_BYTES);
+        let shared: Duration =
+            connections.iter().filter(|(other, _)| **other != to).map(|(_, gone_out)| (*gone_out - now).min(own)).sum();
+        let gone_out = now + own + shared;
+        connections.insert(to, gone_out);
+        gone_out
     }
 
     /// The latency of one message from `from` to `to`, or `None` if it is lost.

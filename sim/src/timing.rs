@@ -16,7 +16,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::net::sleep_until_exact;
 
 pub use coordsim_core::timing::{
-    PROFILE_NONE, RequestClass, ServerTimes, TimeModel, auto_profile, profile, profile_names,
+    PROFILE_NONE, RequestClass, ServerTimes, TimeModel, auto_profile, network_preset, network_preset_names, profile,
+    profile_names,
 };
 
 /// The run's `slow-disk` and `slow-cpu` faults in force, by server: (fault id, fsync time) and

@@ -1,6 +1,6 @@
 //! The simulated network (`coordsim_sim::net`) on its own: a call costs its two link latencies and
-//! nothing more, and the faults the nemesis uses (cut links, paused receivers, dropped replies)
-//! do what they say.
+//! nothing more, the faults the nemesis uses (cut links, paused receivers, dropped replies)
+//! do what they say, and with a bandwidth a message takes its size over the node's capacity.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -52,7 +52,7 @@ where
     Runtime::with_seed_and_config(seed, madsim::Config::default()).block_on(async move {
         let epoch = Instant::now();
         let _nodes = node::install(epoch);
-        net::install(Links { latency, peer: None });
+        net::install(Links { latency, peer: None, bandwidth: None });
         let taken = Arc::new(Mutex::new(Vec::new()));
         let log = taken.clone();
         let handle = Handle::current();
@@ -208,4 +208,103 @@ fn ordered_calls_arrive_in_the_order_they_were_sent_and_plain_ones_need_not() {
     // Without the order, latencies drawn per message overtake each other: the check above is
     // not met by chance.
     assert_ne!(arrival_order(false), in_order);
+}
+
+/// A request for `Fetch(n)`: answered with n bytes.
+#[derive(Serialize, Deserialize)]
+struct Fetch(u64);
+
+impl Request for Fetch {
+    type Response = Vec<u8>;
+    const ID: u64 = 0x4645_5443;
+}
+
+/// Bytes in a `Fetch` answer's payload so that the answer is `bytes` on the wire: bincode
+/// writes a vector's length in 8 bytes, and the network adds its framing.
+fn payload_for_wire(bytes: u64) -> u64 {
+    bytes - 8 - coordsim_core::timing::MESSAGE_FRAMING_BYTES
+}
+
+/// One server on links of exactly [`LATENCY`] and a node capacity of `bandwidth`; client `i`
+/// fetches `sizes[i]` bytes at the same instant as the others, each from a node of its own.
+/// Returns how long each fetch took.
+fn fetch_at_once(bandwidth: &str, sizes: &[u64]) -> Vec<Duration> {
+    let bandwidth = coordsim_core::timing::Bandwidth::parse(bandwidth).expect("a bandwidth");
+    let sizes = sizes.to_vec();
+    Runtime::with_seed_and_config(1, madsim::Config::default()).block_on(async move {
+        let epoch = Instant::now();
+        let _nodes = node::install(epoch);
+        let exact = LinkLatency::Uniform { min: LATENCY, max: LATENCY };
+        net::install(Links { latency: exact, peer: None, bandwidth: Some(bandwidth) });
+        let handle = Handle::current();
+        let server = handle
+            .create_node()
+            .name("s1")
+            .ip(SERVER.ip())
+            .init(|| async move {
+                let endpoint = Endpoint::bind(SERVER).await.expect("the server binds");
+                endpoint.add_rpc_handler(|Fetch(n)| async move { vec![7u8; n as usize] });
+                futures::future::pending::<()>().await;
+            })
+            .build();
+        node::bind(server.id(), "s1", Clock::true_time(epoch));
+        let mut fetches = Vec::new();
+        for (i, size) in sizes.into_iter().enumerate() {
+            let ip = IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1 + i as u8));
+            let name = format!("c{}", i + 1);
+            let client = handle.create_node().name(&name).ip(ip).build();
+            node::bind(client.id(), &name, Clock::true_time(epoch));
+            fetches.push(client.spawn(async move {
+                madsim::time::sleep(Duration::from_millis(1)).await;
+                let endpoint = Endpoint::bind(SocketAddr::new(ip, 7000)).await.expect("the client binds");
+                let start = Instant::now();
+                endpoint.call(SERVER, Fetch(size), Duration::from_secs(10)).await.expect("an answer");
+                start.elapsed()
+            }));
+        }
+        let mut took = Vec::new();
+        for fetch in fetches {
+            took.push(fetch.await.expect("the fetch ends"));
+        }
+        took
+    })
+}
+
+/// `a` is within 2 % of `b`.
+fn close(a: Duration, b: Duration) -> bool {
+    a.abs_diff(b) <= b / 50
+}
+
+#[test]
+fn a_message_takes_its_size_over_the_bandwidth_before_its_latency() {
+    // 8 Mbit/s is a byte a microsecond: a 100,000-byte answer goes out in 100 ms.
+    let took = fetch_at_once("8Mbit/s", &[payload_for_wire(100_000)]);
+    let request = Duration::from_micros(8 + coordsim_core::timing::MESSAGE_FRAMING_BYTES);
+    let expected = Duration::from_millis(100) + request + 2 * LATENCY;
+    // madsim's timers add a few hundred nanoseconds.
+    assert!(took[0] >= expected && took[0] < expected + Duration::from_micros(5), "took {:?}", took[0]);
+}
+
+#[test]
+fn a_fan_out_drains_at_the_senders_capacity_and_a_small_answer_is_not_held_behind_it() {
+    // Four answers of 100 kB at once (a watch event to four watchers): together they take
+    // 400 ms to go out, whichever goes first; a small answer sent beside them on a connection
+    // of its own takes its share of the capacity, not the 400 ms queued before it (FIFO).
+    let big = payload_for_wire(100_000);
+    let took = fetch_at_once("8Mbit/s", &[big, big, big, big, 0]);
+    let mut bulk = took[..4].to_vec();
+    bulk.sort();
+    let ms = Duration::from_millis;
+    let expected = [ms(100), ms(200), ms(300), ms(400)];
+    for (got, want) in bulk.iter().zip(expected) {
+        assert!(close(*got, want), "the fan-out's answers took {bulk:?}, expected about {expected:?}");
+    }
+    assert!(took[4] < ms(2), "a small answer took {:?} beside the fan-out", took[4]);
+}
+
+#[test]
+fn without_a_bandwidth_size_costs_nothing() {
+    let exact = LinkLatency::Uniform { min: LATENCY, max: LATENCY };
+    let (outcome, _) = run_on(1, exact, |endpoint| Box::pin(async move { vec![ping(&endpoint, 1, Duration::from_secs(1)).await] }), no_faults);
+    assert!(outcome[0].1 >= 2 * LATENCY && outcome[0].1 < 2 * LATENCY + Duration::from_micros(5));
 }

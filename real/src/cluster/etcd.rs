@@ -22,23 +22,55 @@ struct Member {
     log: PathBuf,
 }
 
-/// `--heartbeat-interval` the members start with (etcd's default).
-const HEARTBEAT_MS: u64 = 100;
-/// `--election-timeout` the members start with (etcd's default).
-const ELECTION_MS: u64 = 1000;
+/// `--heartbeat-interval` and `--election-timeout` the members start with, in ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaftFlags {
+    pub heartbeat_ms: u64,
+    pub election_ms: u64,
+}
 
-/// The cluster's timing as a history's header carries it: the flags above; raft draws each
+impl Default for RaftFlags {
+    /// etcd's defaults: 100 ms heartbeats, a 1 s election timeout.
+    fn default() -> Self {
+        RaftFlags { heartbeat_ms: 100, election_ms: 1000 }
+    }
+}
+
+impl RaftFlags {
+    /// A scenario's `cluster.heartbeat_interval` and `cluster.election_timeout`, else etcd's
+    /// defaults (the simulator's own 50 ms / 150 ms are not etcd's: a real run starts etcd as
+    /// etcd starts).
+    pub fn of(cluster: &coordsim_sim::scenario::Cluster) -> RaftFlags {
+        match (cluster.heartbeat_interval, cluster.election_timeout) {
+            (Some(heartbeat), Some(election)) => RaftFlags {
+                heartbeat_ms: heartbeat.0.as_millis() as u64,
+                election_ms: election.0.as_millis() as u64,
+            },
+            _ => RaftFlags::default(),
+        }
+    }
+}
+
+/// The cluster's timing as a history's header carries it: the flags; raft draws each
 /// election timeout from [timeout, 2 x timeout) (raft.go `resetRandomizedElectionTimeout`);
 /// the lessor looks for expired leases every 500 ms (lessor.go `runLoop`) and a new leader
 /// extends every lease by the election timeout (server.go `lessor.Promote`).
-pub fn service_timing() -> ServiceTiming {
+pub fn service_timing(raft: RaftFlags) -> ServiceTiming {
     ServiceTiming {
-        heartbeat_ms: HEARTBEAT_MS,
-        election_timeout_min_ms: ELECTION_MS,
-        election_timeout_max_ms: 2 * ELECTION_MS,
+        heartbeat_ms: raft.heartbeat_ms,
+        election_timeout_min_ms: raft.election_ms,
+        election_timeout_max_ms: 2 * raft.election_ms,
         lease_expiry_tick_ms: 500,
-        lease_promotion_extend_ms: ELECTION_MS,
+        lease_promotion_extend_ms: raft.election_ms,
     }
+}
+
+/// The etcd release installed at [`ETCD`], read from `etcd --version` ("etcd Version: 3.4.23");
+/// `None` if it cannot be run or read.
+pub fn installed_release() -> Option<coordsim_sim::etcd_release::EtcdRelease> {
+    let output = Command::new(ETCD).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines().find_map(|line| line.strip_prefix("etcd Version:")).and_then(|version| version.trim().parse().ok())
 }
 
 pub struct EtcdCluster {
@@ -46,6 +78,7 @@ pub struct EtcdCluster {
     initial_cluster: String,
     /// `--experimental-enable-lease-checkpoint` (`cluster.etcd.lease_checkpoint`).
     lease_checkpoint: bool,
+    raft: RaftFlags,
     procs: Arc<Procs>,
     hosts: Hosts,
 }
@@ -53,11 +86,12 @@ pub struct EtcdCluster {
 impl EtcdCluster {
     /// Starts `servers` members with data under `dir` and waits until the cluster takes a write;
     /// `lease_checkpoint` turns on etcd's lease checkpoints, as `cluster.etcd.lease_checkpoint`
-    /// does in the simulator.
+    /// does in the simulator; `raft` are the members' heartbeat and election flags.
     pub async fn start(
         dir: &Path,
         servers: usize,
         lease_checkpoint: bool,
+        raft: RaftFlags,
         procs: Arc<Procs>,
         hosts: Hosts,
     ) -> Result<EtcdCluster, String> {
@@ -76,7 +110,7 @@ impl EtcdCluster {
         }
         let initial_cluster =
             members.iter().map(|m| format!("{}=http://{}:{}", m.name, m.ip, m.peer_port)).collect::<Vec<_>>().join(",");
-        let mut cluster = EtcdCluster { members, initial_cluster, lease_checkpoint, procs, hosts };
+        let mut cluster = EtcdCluster { members, initial_cluster, lease_checkpoint, raft, procs, hosts };
         for i in 0..cluster.members.len() {
             cluster.launch(i)?;
         }
@@ -98,8 +132,8 @@ impl EtcdCluster {
             .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
             .args(["--initial-cluster", &self.initial_cluster, "--initial-cluster-state", "new"])
             .args(["--initial-cluster-token", &format!("coordsim-{}", std::process::id())])
-            // etcd's defaults, written down: 100 ms heartbeats, 1 s election timeout.
-            .args(["--heartbeat-interval", &HEARTBEAT_MS.to_string(), "--election-timeout", &ELECTION_MS.to_string()])
+            .args(["--heartbeat-interval", &self.raft.heartbeat_ms.to_string()])
+            .args(["--election-timeout", &self.raft.election_ms.to_string()])
             .args(["--log-level", "warn"]);
         if self.lease_checkpoint {
             // Accepted by 3.4.20+ to 3.6 (deprecated in 3.6 for --feature-gates). With persistence,

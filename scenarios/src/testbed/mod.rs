@@ -139,6 +139,8 @@ impl Testbed {
                 fsync: true,
                 watch_event_cost: None,
                 etcd: EtcdSpec::default(),
+                heartbeat_interval: None,
+                election_timeout: None,
             },
             lock: None,
             resource: None,
@@ -206,6 +208,29 @@ impl Testbed {
     /// An unknown name is refused by [`Testbed::validate`] (and when the Testbed runs).
     pub fn time_profile(mut self, name: &str) -> Self {
         self.scenario.timing = Some(coordsim_sim::scenario::TimingSpec::named(name));
+        self
+    }
+
+    /// The network preset `name` in place of the time profile's own network (measured on
+    /// loopback): `"lan"`, `"cross-zone"` or `"wan"` (docs/time.md gives each one's latency,
+    /// capacity and source). On a network whose round trip is longer than the servers'
+    /// heartbeat (the WAN), set [`Testbed::raft_timing`] too. An unknown name, or one with
+    /// `time_profile("none")`, is refused by [`Testbed::validate`].
+    pub fn network(mut self, name: &str) -> Self {
+        let mut spec = self.scenario.timing.take().unwrap_or_default();
+        spec.network = None;
+        spec.network_preset = Some(name.to_string());
+        self.scenario.timing = Some(spec);
+        self
+    }
+
+    /// The servers' Raft timing: a leader's heartbeat every `heartbeat_interval` and an
+    /// election after `election_timeout` without one (drawn from [t, 2t)), in each server's
+    /// local time; etcd's `--heartbeat-interval` and `--election-timeout`. The election timeout
+    /// must be at least 5 heartbeats, as etcd requires. Without a call: 50 ms and 150 ms.
+    pub fn raft_timing(mut self, heartbeat_interval: Duration, election_timeout: Duration) -> Self {
+        self.scenario.cluster.heartbeat_interval = Some(Dur(heartbeat_interval));
+        self.scenario.cluster.election_timeout = Some(Dur(election_timeout));
         self
     }
 

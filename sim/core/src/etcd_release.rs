@@ -68,6 +68,19 @@ impl EtcdRelease {
         }
     }
 
+    /// The behaviours modelled by release in which this release and `other` differ, each as a
+    /// phrase with the releases that changed it (empty: they behave alike here).
+    pub fn differences_from(&self, other: &EtcdRelease) -> Vec<ReleaseDifference> {
+        let mut differences = Vec::new();
+        if self.schedules_checkpoints_on_promotion() != other.schedules_checkpoints_on_promotion() {
+            differences.push(ReleaseDifference::CheckpointsOnPromotion);
+        }
+        if self.revokes_only_while_leading() != other.revokes_only_while_leading() {
+            differences.push(ReleaseDifference::RevocationsAfterStepDown);
+        }
+        differences
+    }
+
     /// The lessor of this release with the given configuration. `checkpoint_interval_ms`
     /// `None` is etcd's 5 minutes; `promotion_extend_ms` is the election timeout.
     pub fn lease_policy(
@@ -83,6 +96,31 @@ impl EtcdRelease {
             promotion_extend_ms,
             revoke_only_while_leading: self.revokes_only_while_leading(),
         }
+    }
+}
+
+/// A behaviour in which two etcd releases differ ([`EtcdRelease::differences_from`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseDifference {
+    /// Whether a new leader schedules lease checkpoints (3.4.20, 3.5.2): reached only with
+    /// lease checkpoints on.
+    CheckpointsOnPromotion,
+    /// Whether a stalled leader's lease revocations still commit after it has stepped down
+    /// (fixed in 3.4.31, 3.5.13): reached only when a server stalls (a pause, a slow disk or
+    /// CPU).
+    RevocationsAfterStepDown,
+}
+
+impl fmt::Display for ReleaseDifference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReleaseDifference::CheckpointsOnPromotion => {
+                "whether a new leader schedules lease checkpoints (since 3.4.20 and 3.5.2)"
+            }
+            ReleaseDifference::RevocationsAfterStepDown => {
+                "whether a stalled leader's lease revocations commit after it steps down (until 3.4.31 and 3.5.13)"
+            }
+        })
     }
 }
 
@@ -178,5 +216,20 @@ mod tests {
         assert_eq!(policy.checkpoint_interval_ms, 5 * 60 * 1000);
         assert_eq!(release("3.5").lease_policy(true, Some(2_000), 150).checkpoint_interval_ms, 2_000);
         assert!(!release("3.4").lease_policy(false, None, 150).checkpoint);
+    }
+
+    #[test]
+    fn releases_differ_in_what_changed_between_them() {
+        let release = |text: &str| text.parse::<EtcdRelease>().unwrap();
+        assert_eq!(release("3.4.23").differences_from(&release("3.4.22")), vec![]);
+        assert_eq!(
+            release("3.4.23").differences_from(&release("3.5")),
+            vec![ReleaseDifference::RevocationsAfterStepDown]
+        );
+        assert_eq!(
+            release("3.4.19").differences_from(&release("3.6")),
+            vec![ReleaseDifference::CheckpointsOnPromotion, ReleaseDifference::RevocationsAfterStepDown]
+        );
+        assert!(ReleaseDifference::RevocationsAfterStepDown.to_string().contains("3.4.31"));
     }
 }

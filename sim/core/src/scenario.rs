@@ -193,6 +193,57 @@ pub struct Cluster {
     /// The etcd release and lease configuration the servers stand for (`[cluster.etcd]`).
     #[serde(default, skip_serializing_if = "EtcdSpec::is_default")]
     pub etcd: EtcdSpec,
+    /// How often a leader sends heartbeats (etcd's `--heartbeat-interval`), in each server's
+    /// local time. Given with `election_timeout`, or neither: absent, the simulator's 50 ms
+    /// with an election timeout drawn from 150–300 ms ([`RaftTiming::default`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_interval: Option<Dur>,
+    /// How long a follower waits without hearing from a leader before it stands for election
+    /// (etcd's `--election-timeout`); each wait is drawn from [t, 2t), as etcd's raft draws its
+    /// randomized election timeout. At least 5 heartbeat intervals and under 50 s (etcd's own
+    /// checks: embed/config.go `ElectionMs < 5*TickMs`, `maxElectionMs`). etcd's tuning guide:
+    /// a heartbeat about the round trip between members, an election timeout about 10 times it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub election_timeout: Option<Dur>,
+}
+
+/// Raft timing, in ms of each server's local clock: how often a leader sends heartbeats, and
+/// the range a follower's election timeout is drawn from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaftTiming {
+    pub heartbeat_ms: u64,
+    pub election_timeout_min_ms: u64,
+    pub election_timeout_max_ms: u64,
+}
+
+impl Default for RaftTiming {
+    /// The simulator's own (every history before `[cluster] heartbeat_interval`): a heartbeat
+    /// every 50 ms, elections after 150–300 ms. Faster than etcd's defaults (100 ms and 1 s),
+    /// which the real runner starts its members with.
+    fn default() -> Self {
+        RaftTiming { heartbeat_ms: 50, election_timeout_min_ms: 150, election_timeout_max_ms: 300 }
+    }
+}
+
+/// The longest `cluster.election_timeout` etcd accepts (etcd's `maxElectionMs`).
+const ELECTION_TIMEOUT_MAX: Duration = Duration::from_secs(50);
+
+impl Cluster {
+    /// The servers' Raft timing: `heartbeat_interval` and `election_timeout` when given, else
+    /// [`RaftTiming::default`].
+    pub fn raft_timing(&self) -> RaftTiming {
+        match (self.heartbeat_interval, self.election_timeout) {
+            (Some(heartbeat), Some(election)) => {
+                let election_ms = election.0.as_millis() as u64;
+                RaftTiming {
+                    heartbeat_ms: heartbeat.0.as_millis() as u64,
+                    election_timeout_min_ms: election_ms,
+                    election_timeout_max_ms: 2 * election_ms,
+                }
+            }
+            _ => RaftTiming::default(),
+        }
+    }
 }
 
 /// What `cluster.servers` are.
@@ -952,7 +1003,7 @@ impl Scenario {
                 format!("{cost} must be at most {}", Dur(WATCH_EVENT_COST_MAX))
             })?;
         }
-        self.time_model()?;
+        self.validate_raft_timing()?;
         if let Some(observers) = &self.observers {
             check(self.lock.is_some(), "observers", || "observers watch the lock's keys: they need [lock]".into())?;
             check((1..=OBSERVERS_MAX).contains(&observers.count), "observers.count", || {
@@ -988,6 +1039,54 @@ impl Scenario {
             })?;
         }
         crate::nemesis::plan::validate(self)
+    }
+
+    /// `cluster.heartbeat_interval` and `cluster.election_timeout` as etcd checks them, and a
+    /// heartbeat that can come back before the next one goes out on the run's network.
+    fn validate_raft_timing(&self) -> Result<(), ScenarioError> {
+        let model = self.time_model()?;
+        let cluster = &self.cluster;
+        match (cluster.heartbeat_interval, cluster.election_timeout) {
+            (Some(heartbeat), Some(election)) => {
+                check(heartbeat.0 >= Duration::from_millis(1), "cluster.heartbeat_interval", || {
+                    format!("{heartbeat} must be at least 1ms")
+                })?;
+                check(election.0 >= heartbeat.0 * 5, "cluster.election_timeout", || {
+                    format!("{election} must be at least 5 times cluster.heartbeat_interval ({heartbeat}), as etcd requires")
+                })?;
+                check(election.0 < ELECTION_TIMEOUT_MAX, "cluster.election_timeout", || {
+                    format!("{election} must be under {} (etcd's limit)", Dur(ELECTION_TIMEOUT_MAX))
+                })?;
+            }
+            (None, None) => {}
+            (given, _) => {
+                let (field, other) = match given {
+                    Some(_) => ("cluster.heartbeat_interval", "cluster.election_timeout"),
+                    None => ("cluster.election_timeout", "cluster.heartbeat_interval"),
+                };
+                return Err(ScenarioError { field: field.into(), message: format!("give {other} with it (both, or neither)") });
+            }
+        }
+        // openraft gives a heartbeat one interval to come back (its heartbeat worker's timeout):
+        // past that, no heartbeat is ever acknowledged and the leader's lease lapses, so every
+        // write is refused. etcd's heartbeats are not timed out that way; its tuning guide asks
+        // for a heartbeat about the round trip anyway.
+        if let Some(model) = model.filter(|_| cluster.kind == ClusterKind::Raft) {
+            let peer = model.network.peer.as_ref().unwrap_or(&model.network.latency);
+            let round_trip = peer.at(0.9) * 2;
+            let heartbeat = Duration::from_millis(cluster.raft_timing().heartbeat_ms);
+            check(round_trip < heartbeat, "cluster.heartbeat_interval", || {
+                format!(
+                    "{} must be longer than the servers' round trip in the time model {} ({} at its p90): set \
+                     cluster.heartbeat_interval and cluster.election_timeout (etcd's tuning guide: about the round trip, \
+                     and 10 times it)",
+                    Dur(heartbeat),
+                    model.name,
+                    Dur(round_trip)
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// An independent cluster runs Redlock and nothing else; Redlock runs on nothing else.
@@ -1201,11 +1300,17 @@ impl Scenario {
 
     /// The time model this scenario runs on: its `[timing]`, or without one the calibrated
     /// profile of the service its clients talk to (`auto_profile`: a scenario should take as
-    /// long as the real service it stands for; docs/time.md). `None`: `profile = "none"`.
+    /// long as the real service it stands for; docs/time.md). A `[timing]` that names no
+    /// profile and does not give every table is over that profile too (`network_preset =
+    /// "wan"` alone: the service's costs on a WAN). `None`: `profile = "none"`.
     pub fn time_model(&self) -> Result<Option<crate::timing::TimeModel>, ScenarioError> {
+        let auto = || crate::timing::auto_profile(self.uses_zookeeper()).to_string();
         match &self.timing {
+            Some(spec) if spec.profile.is_none() && (spec.server.is_none() || spec.resource.is_none()) => {
+                TimingSpec { profile: Some(auto()), ..spec.clone() }.model()
+            }
             Some(spec) => spec.model(),
-            None => TimingSpec::named(crate::timing::auto_profile(self.uses_zookeeper())).model(),
+            None => TimingSpec::named(&auto()).model(),
         }
     }
 
@@ -1402,6 +1507,31 @@ mod tests {
         );
         let scenario: Scenario = toml::from_str(&text).expect("the table parses");
         scenario.validate().map(|()| scenario)
+    }
+
+    #[test]
+    fn raft_timing_is_given_whole_checked_as_etcd_checks_it_and_fits_the_network() {
+        let timing = |extra: &str| lock_scenario(extra).map(|s| s.cluster.raft_timing());
+        assert_eq!(timing("").unwrap(), RaftTiming::default());
+        let tuned = timing("heartbeat_interval = \"100ms\"\nelection_timeout = \"1s\"").unwrap();
+        assert_eq!(tuned, RaftTiming { heartbeat_ms: 100, election_timeout_min_ms: 1000, election_timeout_max_ms: 2000 });
+        let alone = timing("heartbeat_interval = \"100ms\"").unwrap_err();
+        assert_eq!(alone.field, "cluster.heartbeat_interval");
+        assert!(alone.message.contains("cluster.election_timeout"), "{}", alone.message);
+        let short = timing("heartbeat_interval = \"100ms\"\nelection_timeout = \"400ms\"").unwrap_err();
+        assert_eq!(short.field, "cluster.election_timeout");
+        assert!(short.message.contains("5 times"), "{}", short.message);
+        let long = timing("heartbeat_interval = \"1s\"\nelection_timeout = \"50s\"").unwrap_err();
+        assert!(long.message.contains("under 50s"), "{}", long.message);
+        // On a WAN the simulator's 50 ms heartbeat cannot come back before the next one goes out.
+        let wan = "[timing]\nnetwork_preset = \"wan\"";
+        let refused = timing(wan).unwrap_err();
+        assert_eq!(refused.field, "cluster.heartbeat_interval");
+        assert!(refused.message.contains("round trip"), "{}", refused.message);
+        let tuned_wan = format!("heartbeat_interval = \"100ms\"\nelection_timeout = \"1s\"\n{wan}");
+        assert_eq!(timing(&tuned_wan).unwrap(), tuned);
+        let model = lock_scenario(&tuned_wan).unwrap().time_model().unwrap().unwrap();
+        assert_eq!(model.name, "etcd-3.4-loopback on the wan network", "a preset alone is over the service's profile");
     }
 
     #[test]

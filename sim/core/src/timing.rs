@@ -197,7 +197,85 @@ impl<'de> Deserialize<'de> for Dist {
     }
 }
 
-/// Message latency, one way, drawn for each message.
+/// A link's capacity in bits per second. Written `"1Gbit/s"`, `"100Mbit/s"`, `"64kbit/s"`,
+/// `"125MB/s"` (bytes: B, kB, MB, GB, powers of 1,000, as network figures are given).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Bandwidth {
+    bits_per_s: u64,
+}
+
+/// The units a bandwidth may be written in, with their bits per second.
+const BANDWIDTH_UNITS: [(&str, u64); 8] = [
+    ("Gbit/s", 1_000_000_000),
+    ("Mbit/s", 1_000_000),
+    ("kbit/s", 1_000),
+    ("bit/s", 1),
+    ("GB/s", 8_000_000_000),
+    ("MB/s", 8_000_000),
+    ("kB/s", 8_000),
+    ("B/s", 8),
+];
+
+impl Bandwidth {
+    /// `bits_per_s` bits per second (at least 1).
+    pub fn from_bits_per_s(bits_per_s: u64) -> Bandwidth {
+        Bandwidth { bits_per_s: bits_per_s.max(1) }
+    }
+
+    pub fn bits_per_s(&self) -> u64 {
+        self.bits_per_s
+    }
+
+    /// How long `bytes` take to go out at this rate (rounded up to the nanosecond).
+    pub fn transmit(&self, bytes: u64) -> Duration {
+        let bits = u128::from(bytes) * 8 * 1_000_000_000;
+        let nanos = bits.div_ceil(u128::from(self.bits_per_s));
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    /// From `"1Gbit/s"` and the like; the error names the units.
+    pub fn parse(text: &str) -> Result<Bandwidth, String> {
+        let trimmed = text.trim();
+        let units: Vec<&str> = BANDWIDTH_UNITS.iter().map(|u| u.0).collect();
+        let bad = || format!("invalid bandwidth {trimmed:?}: expected a number and one of {}", units.join(", "));
+        let (number, scale) = BANDWIDTH_UNITS
+            .iter()
+            .find_map(|(unit, scale)| trimmed.strip_suffix(unit).map(|n| (n.trim(), *scale)))
+            .ok_or_else(bad)?;
+        let value: f64 = number.parse().map_err(|_| bad())?;
+        let bits = value * scale as f64;
+        if !bits.is_finite() || bits < 1.0 || bits > 1e15 {
+            return Err(format!("bandwidth {trimmed:?} must be between 1 bit/s and 1 Pbit/s"));
+        }
+        Ok(Bandwidth::from_bits_per_s(bits.round() as u64))
+    }
+}
+
+impl fmt::Display for Bandwidth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bit_units = &BANDWIDTH_UNITS[..4];
+        let (unit, scale) = bit_units
+            .iter()
+            .find(|(_, scale)| self.bits_per_s % scale == 0)
+            .expect("every rate is a whole number of bit/s");
+        write!(f, "{}{unit}", self.bits_per_s / scale)
+    }
+}
+
+impl Serialize for Bandwidth {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bandwidth {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Bandwidth, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Bandwidth::parse(&text).map_err(de::Error::custom)
+    }
+}
+
+/// The network: message latency, one way, drawn for each message, and what each node can send.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkTimes {
@@ -206,6 +284,61 @@ pub struct NetworkTimes {
     /// Between two servers (Raft's messages), if not `latency`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<Dist>,
+    /// What each node can send, all its connections together (its outbound capacity). A
+    /// message's size is its encoded length plus [`MESSAGE_FRAMING_BYTES`]; it goes out after
+    /// the messages sent before it on the same connection (one per pair of nodes, as one TCP
+    /// connection), at the node's rate shared evenly among its connections that have something
+    /// to send when it is sent, and then travels its latency. So a leader's replication and
+    /// watch fan-out take size over rate, and a heartbeat sent during a bulk transfer on another
+    /// connection is not held behind it (a NIC's queue interleaves flows). Absent: unlimited
+    /// (the loopback profiles: a few bytes a message at memory speed, below the latency's
+    /// resolution). The receiving side's capacity is not modelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Bandwidth>,
+}
+
+/// Bytes a message carries beyond its encoded payload: IPv4 and TCP headers (40) and an HTTP/2
+/// frame header with gRPC's length prefix (9 + 5), rounded up. ZooKeeper's jute frame (a 4-byte
+/// length and a 12-byte reply header) is smaller; one figure for both.
+pub const MESSAGE_FRAMING_BYTES: u64 = 64;
+
+/// A named network for `[timing] network_preset`: the latencies and capacity of a kind of
+/// deployment, with where its figures come from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkPreset {
+    pub name: String,
+    pub source: String,
+    pub network: NetworkTimes,
+}
+
+/// The network presets that come with coordsim: (name, file text).
+const NETWORK_PRESETS: [(&str, &str); 3] = [
+    ("lan", include_str!("../profiles/network/lan.toml")),
+    ("cross-zone", include_str!("../profiles/network/cross-zone.toml")),
+    ("wan", include_str!("../profiles/network/wan.toml")),
+];
+
+/// The names of the network presets.
+pub fn network_preset_names() -> impl Iterator<Item = &'static str> {
+    NETWORK_PRESETS.iter().map(|(name, _)| *name)
+}
+
+/// The network preset `name`, parsed (once per process). `None` if there is none of that name.
+pub fn network_preset(name: &str) -> Option<NetworkPreset> {
+    static PARSED: std::sync::OnceLock<Vec<NetworkPreset>> = std::sync::OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        NETWORK_PRESETS
+            .iter()
+            .map(|(name, text)| {
+                let preset: NetworkPreset =
+                    toml::from_str(text).unwrap_or_else(|e| panic!("network preset {name} parses: {e}"));
+                assert_eq!(preset.name, *name, "a preset's file names it");
+                preset
+            })
+            .collect()
+    });
+    parsed.iter().find(|preset| preset.name == name).cloned()
 }
 
 /// A server's costs. Requests and Raft messages queue for the server's one CPU, first come
@@ -310,6 +443,10 @@ pub struct TimingSpec {
     /// [`PROFILE_NONE`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// A network of `sim/core/profiles/network/` in place of the profile's own (measured on
+    /// loopback): `lan`, `cross-zone` or `wan`. The profile's server costs stay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_preset: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkTimes>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -372,9 +509,35 @@ impl TimingSpec {
         }
     }
 
-    /// The profile's name as a reader sees it: the profile, or "the scenario's [timing]".
+    /// The profile's name as a reader sees it: the profile, or "the scenario's [timing]", and
+    /// the network preset it is on.
     pub fn label(&self) -> String {
-        self.profile.clone().unwrap_or_else(|| "the scenario's [timing]".into())
+        let profile = self.profile.clone().unwrap_or_else(|| "the scenario's [timing]".into());
+        match &self.network_preset {
+            Some(preset) => format!("{profile} on {preset}"),
+            None => profile,
+        }
+    }
+
+    /// `spec` (a scenario's `[timing]`; absent: its service's profile) on the network preset
+    /// `name` in place of its own network, as `--network NAME` asks. Errors name the presets,
+    /// or say that a run without a time model has no network to replace.
+    pub fn on_network(spec: Option<TimingSpec>, name: &str) -> Result<TimingSpec, String> {
+        if network_preset(name).is_none() {
+            return Err(format!(
+                "--network {name:?}: expected one of {}",
+                network_preset_names().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let mut spec = spec.unwrap_or_default();
+        if spec.is_off() {
+            return Err(format!(
+                "--network {name}: the run has no time model (profile = \"{PROFILE_NONE}\"), so no network to replace"
+            ));
+        }
+        spec.network = None;
+        spec.network_preset = Some(name.to_string());
+        Ok(spec)
     }
 
     /// Whether this spec turns the time model off (`profile = "none"`).
@@ -388,6 +551,7 @@ impl TimingSpec {
             return self.resolve().map(Some);
         }
         let tables = [
+            ("network_preset", self.network_preset.is_some()),
             ("network", self.network.is_some()),
             ("server", self.server.is_some()),
             ("resource", self.resource.is_some()),
@@ -418,7 +582,27 @@ impl TimingSpec {
             field: format!("timing.{table}"),
             message: "needed without a profile (or name one: timing.profile)".into(),
         };
-        let network = self.network.clone().or_else(|| base.as_ref().map(|b| b.network.clone()));
+        let preset = match &self.network_preset {
+            Some(_) if self.network.is_some() => {
+                return Err(ScenarioError {
+                    field: "timing.network_preset".into(),
+                    message: "give a network preset or a [timing.network] table, not both".into(),
+                });
+            }
+            Some(name) => Some(network_preset(name).ok_or_else(|| ScenarioError {
+                field: "timing.network_preset".into(),
+                message: format!(
+                    "unknown network preset {name:?}: expected one of {}",
+                    network_preset_names().collect::<Vec<_>>().join(", ")
+                ),
+            })?),
+            None => None,
+        };
+        let network = self
+            .network
+            .clone()
+            .or_else(|| preset.as_ref().map(|p| p.network.clone()))
+            .or_else(|| base.as_ref().map(|b| b.network.clone()));
         let server = self.server.clone().or_else(|| base.as_ref().map(|b| b.server.clone()));
         let resource = self.resource.clone().or_else(|| base.as_ref().map(|b| b.resource.clone()));
         let replaced: Vec<&str> = [
@@ -429,7 +613,7 @@ impl TimingSpec {
         .into_iter()
         .filter_map(|(name, given)| given.then_some(name))
         .collect();
-        let (name, source) = match &base {
+        let (mut name, mut source) = match &base {
             Some(base) if replaced.is_empty() => (base.name.clone(), base.source.clone()),
             Some(base) => (
                 format!("{} with the scenario's {}", base.name, replaced.join(", ")),
@@ -437,6 +621,10 @@ impl TimingSpec {
             ),
             None => ("the scenario's own".into(), "the scenario's [timing] tables".into()),
         };
+        if let Some(preset) = &preset {
+            name = format!("{name} on the {} network", preset.name);
+            source = format!("{} Network ({}): {}", source.trim_end(), preset.name, preset.source.trim());
+        }
         let model = TimeModel {
             name,
             source,
@@ -546,7 +734,7 @@ mod tests {
     fn a_scenario_replaces_a_profiles_tables() {
         let spec = TimingSpec {
             profile: Some("etcd-3.4-loopback".into()),
-            network: Some(NetworkTimes { latency: Dist::fixed(ms(5)), peer: None }),
+            network: Some(NetworkTimes { latency: Dist::fixed(ms(5)), peer: None, bandwidth: None }),
             ..TimingSpec::default()
         };
         let model = spec.resolve().unwrap();
@@ -557,5 +745,54 @@ mod tests {
         assert_eq!(unknown.field, "timing.profile");
         let bare = TimingSpec::default().resolve().unwrap_err();
         assert_eq!(bare.field, "timing.network");
+    }
+
+    #[test]
+    fn a_bandwidth_reads_back_as_written_and_says_what_is_wrong() {
+        let parse = |text: &str| Bandwidth::parse(text);
+        assert_eq!(parse("1Gbit/s").unwrap().bits_per_s(), 1_000_000_000);
+        assert_eq!(parse("125MB/s").unwrap(), parse("1Gbit/s").unwrap());
+        assert_eq!(parse("2.5 Gbit/s").unwrap().to_string(), "2500Mbit/s");
+        assert_eq!(parse("64kbit/s").unwrap().to_string(), "64kbit/s");
+        assert_eq!(parse("1B/s").unwrap().to_string(), "8bit/s");
+        // A byte a microsecond; rounded up to the nanosecond.
+        assert_eq!(parse("8Mbit/s").unwrap().transmit(1_000), ms(1));
+        assert_eq!(parse("3bit/s").unwrap().transmit(1), Duration::from_nanos(2_666_666_667));
+        assert!(parse("fast").unwrap_err().contains("Gbit/s"));
+        assert!(parse("1 Gbps").unwrap_err().contains("invalid bandwidth"));
+        assert!(parse("0.1bit/s").unwrap_err().contains("between"));
+        assert!(parse("-1Mbit/s").unwrap_err().contains("between"));
+    }
+
+    #[test]
+    fn a_network_preset_replaces_the_profiles_network_and_keeps_its_costs() {
+        for name in network_preset_names() {
+            let preset = network_preset(name).unwrap();
+            assert!(preset.source.contains("://") || preset.source.contains('\''), "{name} names its source");
+            assert!(preset.network.bandwidth.is_some(), "{name} states a capacity");
+            let spec = TimingSpec {
+                profile: Some("zookeeper-3.8-loopback".into()),
+                network_preset: Some(name.into()),
+                ..TimingSpec::default()
+            };
+            let model = spec.resolve().unwrap();
+            assert_eq!(model.network, preset.network);
+            assert_eq!(model.server, profile("zookeeper-3.8-loopback").unwrap().server);
+            assert_eq!(model.name, format!("zookeeper-3.8-loopback on the {name} network"));
+        }
+        let wan = network_preset("wan").unwrap().network.latency.median();
+        let lan = network_preset("lan").unwrap().network.latency.median();
+        assert!(wan > 100 * lan, "a WAN is two orders slower than a LAN: {wan:?} against {lan:?}");
+        let both = TimingSpec {
+            profile: Some("etcd-3.4-loopback".into()),
+            network_preset: Some("lan".into()),
+            network: Some(NetworkTimes { latency: Dist::fixed(ms(5)), peer: None, bandwidth: None }),
+            ..TimingSpec::default()
+        };
+        assert_eq!(both.resolve().unwrap_err().field, "timing.network_preset");
+        let unknown =
+            TimingSpec { profile: Some("etcd-3.4-loopback".into()), network_preset: Some("moon".into()), ..TimingSpec::default() };
+        let error = unknown.resolve().unwrap_err();
+        assert!(error.message.contains("lan, cross-zone, wan"), "{}", error.message);
     }
 }

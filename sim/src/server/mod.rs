@@ -65,19 +65,7 @@ pub struct ServerSpec {
     pub costs: Option<ServerTimes>,
 }
 
-/// Raft timing, in ms of the server's local clock.
-#[derive(Clone, Copy, Debug)]
-pub struct RaftTiming {
-    pub heartbeat_ms: u64,
-    pub election_timeout_min_ms: u64,
-    pub election_timeout_max_ms: u64,
-}
-
-impl Default for RaftTiming {
-    fn default() -> Self {
-        RaftTiming { heartbeat_ms: 50, election_timeout_min_ms: 150, election_timeout_max_ms: 300 }
-    }
-}
+pub use coordsim_core::scenario::RaftTiming;
 
 struct Server {
     id: u64,
