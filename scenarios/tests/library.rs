@@ -250,6 +250,48 @@ fn the_detection_page_in_docs_is_generated_from_the_measured_sweep() {
 }
 
 #[test]
+fn the_real_systems_table_in_docs_is_generated_from_the_measured_real_runs() {
+    use coordsim::real_verdicts::RealVerdicts;
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/data/real"));
+    let json = std::fs::read_to_string(dir.join("real-verdicts.json")).expect("docs/data/real/real-verdicts.json exists");
+    let verdicts = RealVerdicts::from_json(&json).expect("a real-verdicts.json");
+    let page = std::fs::read_to_string(dir.join("real-verdicts.md")).expect("docs/data/real/real-verdicts.md exists");
+    // The simulator's column is the library's expectation of today: a changed expectation makes
+    // the page stale until it is drawn again (and, if it changed what a real run would say, run
+    // again: scripts/nightly-real.sh).
+    assert!(
+        page == verdicts.markdown(),
+        "docs/data/real/real-verdicts.md is stale: run `cargo coordsim report docs/data/real`"
+    );
+    let real_systems =
+        std::fs::read_to_string(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/real-systems.md"))).unwrap();
+    assert!(real_systems.contains("data/real/real-verdicts.md"), "docs/real-systems.md links the generated table");
+    // `coordsim report` on a folder holding a real-verdicts.json writes that page.
+    let copy = scratch("real-verdicts-page");
+    std::fs::write(copy.join("real-verdicts.json"), &json).unwrap();
+    let out = coordsim(&["report", copy.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(copy.join("real-verdicts.md")).unwrap(), page);
+    // And on a folder of runs laid out as `coordsim real` writes them, it first reads their
+    // summaries (here a simulated run's, in a real run's place).
+    let runs = scratch("real-verdicts-runs");
+    let sim = scratch("real-verdicts-sim");
+    let out = coordsim(&["run", "split-brain-gc-pause-fenced", "--seed", "1", "--out", sim.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let run = runs.join("etcd/split-brain-gc-pause-fenced/run-1");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::copy(sim.join("split-brain-gc-pause-fenced/seed-1/summary.json"), run.join("summary.json")).unwrap();
+    let out = coordsim(&["report", runs.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let drawn = std::fs::read_to_string(runs.join("real-verdicts.md")).unwrap();
+    assert!(
+        drawn.contains("| `split-brain-gc-pause-fenced` | fail: single_holder | fail: single_holder | — |"),
+        "{drawn}"
+    );
+    assert!(runs.join("real-verdicts.json").is_file());
+}
+
+#[test]
 fn explain_prints_the_teaching_text_and_each_property_with_its_expectation() {
     let out = coordsim(&["explain", "split-brain-gc-pause-fenced"]);
     assert_eq!(out.status.code(), Some(0));

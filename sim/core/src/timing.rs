@@ -324,6 +324,11 @@ pub fn network_preset_names() -> impl Iterator<Item = &'static str> {
     NETWORK_PRESETS.iter().map(|(name, _)| *name)
 }
 
+/// What is wrong with a preset name that is none of [`network_preset_names`].
+fn unknown_preset(name: &str) -> String {
+    format!("unknown network preset {name:?}: expected one of {}", network_preset_names().collect::<Vec<_>>().join(", "))
+}
+
 /// The network preset `name`, parsed (once per process). `None` if there is none of that name.
 pub fn network_preset(name: &str) -> Option<NetworkPreset> {
     static PARSED: std::sync::OnceLock<Vec<NetworkPreset>> = std::sync::OnceLock::new();
@@ -524,10 +529,7 @@ impl TimingSpec {
     /// or say that a run without a time model has no network to replace.
     pub fn on_network(spec: Option<TimingSpec>, name: &str) -> Result<TimingSpec, String> {
         if network_preset(name).is_none() {
-            return Err(format!(
-                "--network {name:?}: expected one of {}",
-                network_preset_names().collect::<Vec<_>>().join(", ")
-            ));
+            return Err(format!("--network: {}", unknown_preset(name)));
         }
         let mut spec = spec.unwrap_or_default();
         if spec.is_off() {
@@ -591,10 +593,7 @@ impl TimingSpec {
             }
             Some(name) => Some(network_preset(name).ok_or_else(|| ScenarioError {
                 field: "timing.network_preset".into(),
-                message: format!(
-                    "unknown network preset {name:?}: expected one of {}",
-                    network_preset_names().collect::<Vec<_>>().join(", ")
-                ),
+                message: unknown_preset(name),
             })?),
             None => None,
         };
