@@ -42,7 +42,12 @@ enum Command {
     /// property (and which properties its workload exercises).
     Explain {
         /// A library name or a path to a scenario file.
-        scenario: String,
+        #[arg(required_unless_present = "faults")]
+        scenario: Option<String>,
+        /// Print the fault kinds a scenario's `[[nemesis]]` may use, their fields and effects
+        /// (the table of docs/scenario-files.md), as Markdown.
+        #[arg(long, conflicts_with = "scenario")]
+        faults: bool,
     },
     /// Run scenarios under the simulator, check every seed, compare with the expected verdicts.
     Run {
@@ -338,7 +343,11 @@ pub fn main(cli: Cli) -> ExitCode {
             crate::outln!("{}", crate::explain::catalogue_markdown().trim_end());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Explain { scenario } => crate::explain::explain(&scenario),
+        Command::Explain { faults: true, .. } => {
+            crate::outln!("{}", coordsim_sim::nemesis::plan::fault_reference().trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain { scenario, .. } => crate::explain::explain(scenario.as_deref().unwrap_or_default()),
         Command::Run { scenarios, seed, seeds, out, jobs, report, show_plan, bugs, shard, profile, network } => {
             let selection = SeedSelection::new(seed, seeds, shard);
             if show_plan {

@@ -304,6 +304,11 @@ fn explain_prints_the_teaching_text_and_each_property_with_its_expectation() {
     let out = coordsim(&["explain", "swarm-ttl-reset-on-leader-change"]);
     assert!(text(&out.stdout).contains("cargo coordsim sweep --bugs ttl_reset_on_leader_change"));
     assert_bad_input(&coordsim(&["explain", "no-such-scenario"]), &["unknown scenario \"no-such-scenario\""]);
+    // The fault kinds, as docs/scenario-files.md's table (a test in the core holds the page).
+    let out = coordsim(&["explain", "--faults"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), coordsim_sim::nemesis::plan::fault_reference());
+    assert_eq!(coordsim(&["explain"]).status.code(), Some(2), "a scenario or --faults");
 }
 
 /// issue 8, "must show": shrinking a failing seed of the split-brain chaos scenario ends with one

@@ -218,6 +218,114 @@ pub fn clock_schedule(scenario: &Scenario, plan: &[PlannedFault], node: &str) ->
     NodeSchedule::new(offset_ns, rate_ppm, changes)
 }
 
+/// What a scenario file says of one fault kind: the fields it takes beside `at` and `for` (the
+/// parser refuses any other), the fields as a reader sees them, and what the fault does.
+#[derive(Clone, Copy, Debug)]
+pub struct FaultDoc {
+    pub kind: FaultKindSpec,
+    /// The fields the parser accepts beside `at` and `for`.
+    pub takes: &'static [&'static str],
+    /// Every field, `for` included, in Markdown.
+    pub fields: &'static str,
+    /// What the fault does, in Markdown.
+    pub effect: &'static str,
+}
+
+/// Every fault kind, in the order docs/scenario-files.md lists them: the one list the parser
+/// checks a fault's fields against and the page's table of faults is drawn from
+/// ([`fault_reference`]; a test holds the page to it).
+pub const FAULT_DOCS: [FaultDoc; 12] = [
+    FaultDoc {
+        kind: FaultKindSpec::Pause,
+        takes: &["target"],
+        fields: "`target`, `for`",
+        effect: "the node runs no code (GC pause); time and network go on",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::Crash,
+        takes: &["target"],
+        fields: "`target`, `for`",
+        effect: "the node is killed and restarted at the end (servers keep their log, vote and snapshot; clients start a new session)",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::Partition,
+        takes: &["shape", "target", "targets"],
+        fields: "`shape`, `for`, `target`/`targets`",
+        effect: "`isolate` (`target`), `cut-from-servers` (a server cut from the other servers; clients still reach it), `majority-minority`, `ring`, `bridge`, `one-way` (`targets = [from, to]`: from's messages to `to` are lost), `clients` (all, or `targets`, cut from every server), `servers` (cut from each other)",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::ClockJump,
+        takes: &["target", "by"],
+        fields: "`target`, `by`",
+        effect: "the node's wall clock jumps by `by` (no `for`); its monotonic clock does not",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::ClockRate,
+        takes: &["target", "rate"],
+        fields: "`target`, `rate`, `for`",
+        effect: "both of the node's clocks run at `rate`",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::ClockStrobe,
+        takes: &["target", "by", "period"],
+        fields: "`target`, `by`, `period`, `for`",
+        effect: "the wall clock flips between +`by` and back every `period`",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::PacketLoss,
+        takes: &["rate"],
+        fields: "`rate`, `for`",
+        effect: "each message is lost with probability `rate`",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::Latency,
+        takes: &["min", "max"],
+        fields: "`min`, `max`, `for`",
+        effect: "every link's message latency is drawn from [`min`, `max`] in place of the run's own (its time model's, or 1–10 ms without one)",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::DropReplies,
+        takes: &["target", "replies"],
+        fields: "`target` (a client), `replies` (`write`, `keep-alive`, `create`, `all`), `for`",
+        effect: "replies to the client are lost; the requests still take effect (`create`: only those to the writes that queue a lock entry)",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::LinkDelay,
+        takes: &["from", "to", "delay"],
+        fields: "`from`, `to`, `delay`, `for`",
+        effect: "requests from `from` to `to` are held back by `delay`",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::SlowDisk,
+        takes: &["target", "delay"],
+        fields: "`target` (a server, `leader`, `follower`, `server`), `delay`, `for`",
+        effect: "each of the server's disk syncs takes `delay` (at most 10 s); a sync that starts before the fault ends runs to its end. Needs `[timing]` (docs/time.md): on the etcd profile the raft loop waits for its syncs (no heartbeats meanwhile), on ZooKeeper's the sync thread is apart from the quorum's pings",
+    },
+    FaultDoc {
+        kind: FaultKindSpec::SlowCpu,
+        takes: &["target", "rate"],
+        fields: "`target` (a server, ...), `rate` (1..1000), `for`",
+        effect: "the server's CPU costs (requests, Raft messages, applies) are multiplied by `rate`. Needs `[timing]`",
+    },
+];
+
+impl FaultDoc {
+    /// The entry of `kind`.
+    pub fn of(kind: FaultKindSpec) -> &'static FaultDoc {
+        FAULT_DOCS.iter().find(|doc| doc.kind == kind).expect("FAULT_DOCS lists every fault kind")
+    }
+}
+
+/// docs/scenario-files.md's table of fault kinds, drawn from [`FAULT_DOCS`] (`coordsim explain
+/// --faults` prints it).
+pub fn fault_reference() -> String {
+    let mut table = String::from("| kind | fields | effect |\n|---|---|---|\n");
+    for doc in &FAULT_DOCS {
+        table.push_str(&format!("| `{}` | {} | {} |\n", doc.kind.name(), doc.fields, doc.effect));
+    }
+    table
+}
+
 /// Local seconds per true second → parts per million.
 pub fn rate_ppm(rate: f64) -> u64 {
     (rate * RATE_ONE_PPM as f64).round() as u64
@@ -249,19 +357,7 @@ fn typed(scenario: &Scenario, spec: &ScheduledFault, path: &str) -> Result<(Faul
     };
 
     // Which optional fields each kind takes; anything else set is a mistake worth reporting.
-    let allowed: &[&str] = match kind {
-        FaultKindSpec::Pause | FaultKindSpec::Crash => &["target"],
-        FaultKindSpec::Partition => &["shape", "target", "targets"],
-        FaultKindSpec::ClockJump => &["target", "by"],
-        FaultKindSpec::ClockRate => &["target", "rate"],
-        FaultKindSpec::ClockStrobe => &["target", "by", "period"],
-        FaultKindSpec::PacketLoss => &["rate"],
-        FaultKindSpec::Latency => &["min", "max"],
-        FaultKindSpec::DropReplies => &["target", "replies"],
-        FaultKindSpec::LinkDelay => &["from", "to", "delay"],
-        FaultKindSpec::SlowDisk => &["target", "delay"],
-        FaultKindSpec::SlowCpu => &["target", "rate"],
-    };
+    let allowed = FaultDoc::of(kind).takes;
     for (name, set) in [
         ("target", spec.target.is_some()),
         ("shape", spec.shape.is_some()),
@@ -632,4 +728,52 @@ fn chaos_fault(
 
 fn err(field: &str, message: &str) -> ScenarioError {
     ScenarioError { field: field.to_string(), message: message.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The markers around the generated table in docs/scenario-files.md.
+    const BEGIN: &str = "<!-- fault kinds: drawn from FAULT_DOCS (sim/core/src/nemesis/plan.rs); `coordsim explain --faults` prints it -->\n";
+    const END: &str = "<!-- end of fault kinds -->";
+
+    #[test]
+    fn every_fault_kind_is_documented_once_with_the_fields_it_takes() {
+        for doc in &FAULT_DOCS {
+            // A new kind fails to compile here until it is listed.
+            match doc.kind {
+                FaultKindSpec::Pause
+                | FaultKindSpec::Crash
+                | FaultKindSpec::Partition
+                | FaultKindSpec::ClockJump
+                | FaultKindSpec::ClockRate
+                | FaultKindSpec::ClockStrobe
+                | FaultKindSpec::PacketLoss
+                | FaultKindSpec::Latency
+                | FaultKindSpec::DropReplies
+                | FaultKindSpec::LinkDelay
+                | FaultKindSpec::SlowDisk
+                | FaultKindSpec::SlowCpu => {}
+            }
+            assert_eq!(FAULT_DOCS.iter().filter(|d| d.kind == doc.kind).count(), 1, "{:?} once", doc.kind);
+            for field in doc.takes {
+                assert!(doc.fields.contains(&format!("`{field}`")), "{}: `{field}` is shown", doc.kind.name());
+            }
+            let instantaneous = doc.kind == FaultKindSpec::ClockJump;
+            assert_eq!(doc.fields.contains("`for`"), !instantaneous, "{}: `for` shown unless instantaneous", doc.kind.name());
+        }
+    }
+
+    #[test]
+    fn the_scenario_file_page_holds_the_fault_reference() {
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/scenario-files.md"))
+            .expect("docs/scenario-files.md");
+        let start = page.find(BEGIN).expect("the page marks where the fault table begins") + BEGIN.len();
+        let end = page[start..].find(END).expect("and where it ends") + start;
+        assert!(
+            page[start..end] == fault_reference(),
+            "docs/scenario-files.md's fault table is stale: paste `cargo coordsim explain --faults` between its markers"
+        );
+    }
 }
