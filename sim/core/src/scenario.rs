@@ -1440,6 +1440,86 @@ impl<'de> Deserialize<'de> for Dur {
 mod tests {
     use super::*;
 
+    /// The field names serde knows for a struct type: a deserializer that only answers
+    /// `deserialize_struct`, where derive(Deserialize) names every field it accepts.
+    fn fields_of<'de, T: Deserialize<'de>>() -> Vec<&'static str> {
+        struct Names(Vec<&'static str>);
+        #[derive(Debug)]
+        struct Done;
+        impl std::fmt::Display for Done {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("done")
+            }
+        }
+        impl std::error::Error for Done {}
+        impl serde::de::Error for Done {
+            fn custom<M: std::fmt::Display>(_: M) -> Self {
+                Done
+            }
+        }
+        impl<'de> serde::Deserializer<'de> for &mut Names {
+            type Error = Done;
+            fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Done> {
+                Err(Done)
+            }
+            fn deserialize_struct<V: serde::de::Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Done> {
+                self.0.extend_from_slice(fields);
+                Err(Done)
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+                unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+            }
+        }
+        let mut names = Names(Vec::new());
+        let _ = T::deserialize(&mut names);
+        assert!(!names.0.is_empty(), "{} is read as a struct", std::any::type_name::<T>());
+        names.0
+    }
+
+    #[test]
+    fn the_scenario_file_page_names_every_field_a_scenario_file_may_hold() {
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/scenario-files.md"))
+            .expect("docs/scenario-files.md");
+        let tables: [(&str, Vec<&'static str>); 14] = [
+            ("the top level", fields_of::<Scenario>()),
+            ("[cluster]", fields_of::<Cluster>()),
+            ("[cluster.etcd]", fields_of::<EtcdSpec>()),
+            ("[lock]", fields_of::<LockSpec>()),
+            ("[resource]", fields_of::<ResourceSpec>()),
+            ("[clients]", fields_of::<Clients>()),
+            ("[observers]", fields_of::<ObserverSpec>()),
+            ("[kv]", fields_of::<KvSpec>()),
+            ("[timing]", fields_of::<TimingSpec>()),
+            ("[timing.network]", fields_of::<crate::timing::NetworkTimes>()),
+            ("[timing.server]", fields_of::<crate::timing::ServerTimes>()),
+            ("[[clock]]", fields_of::<ClockSpec>()),
+            ("[[nemesis]]", fields_of::<ScheduledFault>()),
+            ("[chaos]", fields_of::<Chaos>()),
+        ];
+        let mut missing = Vec::new();
+        for (table, fields) in &tables {
+            for field in fields {
+                // Written as a key (`name =`, commented out or not), as a table (`[name]`,
+                // `[[name]]`, `[parent.name]`), or quoted in the prose.
+                let named = [format!("{field} ="), format!("`{field}`"), format!("[{field}]"), format!(".{field}]")]
+                    .iter()
+                    .any(|form| page.contains(form.as_str()));
+                if !named {
+                    missing.push(format!("{table} {field}"));
+                }
+            }
+        }
+        let bugs = fields_of::<Bugs>();
+        missing.extend(bugs.iter().filter(|b| !page.contains(&format!("`{b}`"))).map(|b| format!("[bugs] {b}")));
+        assert!(missing.is_empty(), "docs/scenario-files.md does not name: {}", missing.join(", "));
+    }
+
     #[test]
     fn durations_parse_with_units_and_print_back() {
         for (text, ms) in [("500ms", 500), ("5s", 5000), ("1.5s", 1500), ("2m", 120_000), ("0s", 0)] {
