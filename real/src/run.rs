@@ -289,7 +289,8 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
     // Delays need a proxy on every link, in place before the servers open their connections.
     let mut links = None;
     if let Some(net) = &hosts.net
-        && (preset.is_some() || faults.iter().any(|f| matches!(f.fault, Fault::Latency { .. } | Fault::LinkDelay { .. })))
+        && (preset.is_some()
+            || faults.iter().any(|f| matches!(f.fault, Fault::Latency { .. } | Fault::LinkDelay { .. })))
     {
         let mut control = crate::links::LinkControl::start(net, &nodes, RESOURCE, &procs, exe, &dirs.links()).await?;
         if preset.is_some() {
@@ -1157,7 +1158,8 @@ count = 2
     #[test]
     fn the_installed_etcd_is_named_only_where_a_difference_can_be_reached() {
         let installed: EtcdRelease = "3.4.23".parse().unwrap();
-        let pause = |target: &str| format!("[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"pause\"\ntarget = \"{target}\"\n");
+        let pause =
+            |target: &str| format!("[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"pause\"\ntarget = \"{target}\"\n");
         let note = |text: String| {
             let s = scenario(&text);
             let faults = check(&s, System::Etcd, 1).unwrap();
@@ -1169,7 +1171,8 @@ count = 2
         assert!(leader.contains("etcd 3.5") && leader.contains("3.4.23") && leader.contains("3.4.31"), "{leader}");
         assert_eq!(note(format!("{BASE}{}", pause("c1"))), None);
         // A scenario naming the installed release has nothing to say.
-        let named = BASE.replace("[cluster]\nservers = 3\n", "[cluster]\nservers = 3\n[cluster.etcd]\nversion = \"3.4.23\"\n");
+        let named =
+            BASE.replace("[cluster]\nservers = 3\n", "[cluster]\nservers = 3\n[cluster.etcd]\nversion = \"3.4.23\"\n");
         assert_eq!(note(format!("{named}{}", pause("leader"))), None);
     }
 

@@ -190,9 +190,15 @@ impl RealTestbed {
     ) -> Result<(Vec<String>, Vec<String>), String> {
         match self.system {
             System::Etcd => {
-                let cluster =
-                    EtcdCluster::start(dir, self.servers, self.lease_checkpoint, Default::default(), procs, Hosts::default())
-                        .await?;
+                let cluster = EtcdCluster::start(
+                    dir,
+                    self.servers,
+                    self.lease_checkpoint,
+                    Default::default(),
+                    procs,
+                    Hosts::default(),
+                )
+                .await?;
                 // The processes belong to `procs`, which kills them; the handle is not needed again.
                 Ok((cluster.servers(), cluster.client_endpoints()))
             }

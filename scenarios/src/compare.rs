@@ -116,8 +116,10 @@ pub fn rows(request: &Request) -> Result<Vec<Row>, InputError> {
     } else {
         request.recipes.iter().map(|name| parse_recipe(name)).collect::<Result<_, _>>()?
     };
-    let variants: Vec<Scenario> =
-        recipes.iter().map(|recipe| variant(&base, *recipe, &request.profile, request.network.as_deref())).collect::<Result<_, _>>()?;
+    let variants: Vec<Scenario> = recipes
+        .iter()
+        .map(|recipe| variant(&base, *recipe, &request.profile, request.network.as_deref()))
+        .collect::<Result<_, _>>()?;
     let seeds: Vec<u64> = (request.seeds.0..=request.seeds.1).collect();
     let tasks: Vec<Task<'_>> = variants
         .iter()

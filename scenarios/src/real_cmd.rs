@@ -476,7 +476,8 @@ fn run_real(args: &RunArgs, system: SystemArg) -> Result<ExitCode, InputError> {
     // A scenario stands for an etcd release; the machine has the one it has.
     if system == System::Etcd
         && let Some(installed) = coordsim_real::cluster::etcd::installed_release()
-        && let Some(note) = plans.iter().find_map(|faults| coordsim_real::run::release_note(scenario, faults, installed))
+        && let Some(note) =
+            plans.iter().find_map(|faults| coordsim_real::run::release_note(scenario, faults, installed))
     {
         crate::outln!("{note}");
     }

@@ -13,9 +13,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use coordsim_checker::properties::Property;
 use coordsim_checker::verdict::Verdict;
 use coordsim_reports::RunSummary;
-use coordsim_checker::properties::Property;
 use coordsim_sim::scenario::Expectation;
 
 use crate::load::InputError;
@@ -173,7 +173,8 @@ fn real_column(runs: &[&RealRun]) -> String {
         .iter()
         .map(|((unexpected, failed), count)| {
             let as_expected = !unexpected;
-            let mut cell = if failed.is_empty() { "all pass".to_string() } else { format!("fail: {}", failed.join(", ")) };
+            let mut cell =
+                if failed.is_empty() { "all pass".to_string() } else { format!("fail: {}", failed.join(", ")) };
             if results.len() > 1 {
                 cell.push_str(&format!(" ({count} of {} runs)", runs.len()));
             }
@@ -224,8 +225,15 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("| `renamed-long-ago` | (no longer in the library) |"), "{page}");
-        assert!(page.ends_with("4 real runs of 3 scenarios, 1 not as expected (marked **not as expected**).\n"), "{page}");
+        assert!(
+            page.ends_with("4 real runs of 3 scenarios, 1 not as expected (marked **not as expected**).\n"),
+            "{page}"
+        );
         assert_eq!(RealVerdicts::from_json(&verdicts.to_json()).unwrap(), verdicts);
-        assert!(RealVerdicts::from_json("{\"schema\": \"x\", \"source\": \"\", \"runs\": []}").unwrap_err().contains("schema"));
+        assert!(
+            RealVerdicts::from_json("{\"schema\": \"x\", \"source\": \"\", \"runs\": []}")
+                .unwrap_err()
+                .contains("schema")
+        );
     }
 }

@@ -278,7 +278,8 @@ pub fn report(paths: &[PathBuf]) -> Result<ExitCode, InputError> {
             }
         } else if dir.join("detection.json").is_file() {
             crate::outln!("{}", render_detection(&dir)?.display());
-        } else if dir.join("real-verdicts.json").is_file() || ["etcd", "zookeeper"].iter().any(|s| dir.join(s).is_dir()) {
+        } else if dir.join("real-verdicts.json").is_file() || ["etcd", "zookeeper"].iter().any(|s| dir.join(s).is_dir())
+        {
             crate::outln!("{}", render_real_verdicts(&dir)?.display());
         } else {
             return Err(InputError::Usage(format!(
@@ -312,11 +313,8 @@ fn render_real_verdicts(dir: &Path) -> Result<PathBuf, InputError> {
         RealVerdicts::from_json(&read(&json)?).map_err(|e| InputError::Usage(format!("{}: {e}", json.display())))?
     } else {
         let source_path = dir.join("source.txt");
-        let source = if source_path.is_file() {
-            read(&source_path)?
-        } else {
-            format!("Real runs read from {}.", dir.display())
-        };
+        let source =
+            if source_path.is_file() { read(&source_path)? } else { format!("Real runs read from {}.", dir.display()) };
         let verdicts = RealVerdicts::from_folder(dir, source.trim())?;
         crate::owned::write(&json, verdicts.to_json())?;
         verdicts

@@ -253,7 +253,8 @@ fn the_detection_page_in_docs_is_generated_from_the_measured_sweep() {
 fn the_real_systems_table_in_docs_is_generated_from_the_measured_real_runs() {
     use coordsim::real_verdicts::RealVerdicts;
     let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/data/real"));
-    let json = std::fs::read_to_string(dir.join("real-verdicts.json")).expect("docs/data/real/real-verdicts.json exists");
+    let json =
+        std::fs::read_to_string(dir.join("real-verdicts.json")).expect("docs/data/real/real-verdicts.json exists");
     let verdicts = RealVerdicts::from_json(&json).expect("a real-verdicts.json");
     let page = std::fs::read_to_string(dir.join("real-verdicts.md")).expect("docs/data/real/real-verdicts.md exists");
     // The simulator's column is the library's expectation of today: a changed expectation makes

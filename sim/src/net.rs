@@ -376,12 +376,15 @@ impl Network {
 
     /// When a message of `bytes` (encoded, without framing) that `from` sends to `to` at `now`
     /// has gone out. The node's capacity is shared evenly among its connections that have
-    /// something to send (processor sharing, as a NIC's queue interleaves flows); the message
-    /// goes after what is queued before it on its own connection, so that connection needs
-    /// `own` more time at the full rate, and it is done once each other connection still
-    /// sending has had as much as it, or all it had left: `own + Σ min(left_i, own)`. A message
-    /// sent later does not move one already sent (its arrival is fixed when it is sent), so two
-    /// long transfers that overlap finish a little early. `now` without a bandwidth.
+    /// something to send (processor sharing, as a NIC's queue interleaves flows). The message
+    /// goes after what is queued before it on its own connection: `own` is the time until that
+    /// has gone out (as it was reckoned when sent, its share included) plus this message's size
+    /// at the full rate, and the message is done once each other connection still sending has
+    /// had as much, or all it had left: `own + Σ min(left_i, own)`. Two approximations, both
+    /// stated in docs/time.md: a message sent later does not move one already sent (its arrival
+    /// is fixed when it is sent), so overlapping transfers finish a little early; and the queued
+    /// part of `own` already holds its share, so a message behind a backlog on a busy node goes
+    /// out a little late. `now` without a bandwidth.
     fn departure(&mut self, from: NodeId, to: NodeId, now: Instant, bytes: Option<u64>) -> Instant {
         let (Some(rate), Some(bytes)) = (self.links.bandwidth, bytes) else { return now };
         let connections = self.outbound.entry(from).or_default();

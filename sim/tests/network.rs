@@ -305,6 +305,11 @@ fn a_fan_out_drains_at_the_senders_capacity_and_a_small_answer_is_not_held_behin
 #[test]
 fn without_a_bandwidth_size_costs_nothing() {
     let exact = LinkLatency::Uniform { min: LATENCY, max: LATENCY };
-    let (outcome, _) = run_on(1, exact, |endpoint| Box::pin(async move { vec![ping(&endpoint, 1, Duration::from_secs(1)).await] }), no_faults);
+    let (outcome, _) = run_on(
+        1,
+        exact,
+        |endpoint| Box::pin(async move { vec![ping(&endpoint, 1, Duration::from_secs(1)).await] }),
+        no_faults,
+    );
     assert!(outcome[0].1 >= 2 * LATENCY && outcome[0].1 < 2 * LATENCY + Duration::from_micros(5));
 }

@@ -41,13 +41,12 @@ impl RaftFlags {
     /// defaults (the simulator's own 50 ms / 150 ms are not etcd's: a real run starts etcd as
     /// etcd starts).
     pub fn of(cluster: &coordsim_sim::scenario::Cluster) -> RaftFlags {
-        match (cluster.heartbeat_interval, cluster.election_timeout) {
-            (Some(heartbeat), Some(election)) => RaftFlags {
-                heartbeat_ms: heartbeat.0.as_millis() as u64,
-                election_ms: election.0.as_millis() as u64,
-            },
-            _ => RaftFlags::default(),
+        // Validated: both fields or neither.
+        if cluster.heartbeat_interval.is_none() {
+            return RaftFlags::default();
         }
+        let timing = cluster.raft_timing();
+        RaftFlags { heartbeat_ms: timing.heartbeat_ms, election_ms: timing.election_timeout_min_ms }
     }
 }
 

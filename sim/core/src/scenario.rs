@@ -1052,7 +1052,9 @@ impl Scenario {
                     format!("{heartbeat} must be at least 1ms")
                 })?;
                 check(election.0 >= heartbeat.0 * 5, "cluster.election_timeout", || {
-                    format!("{election} must be at least 5 times cluster.heartbeat_interval ({heartbeat}), as etcd requires")
+                    format!(
+                        "{election} must be at least 5 times cluster.heartbeat_interval ({heartbeat}), as etcd requires"
+                    )
                 })?;
                 check(election.0 < ELECTION_TIMEOUT_MAX, "cluster.election_timeout", || {
                     format!("{election} must be under {} (etcd's limit)", Dur(ELECTION_TIMEOUT_MAX))
@@ -1064,7 +1066,10 @@ impl Scenario {
                     Some(_) => ("cluster.heartbeat_interval", "cluster.election_timeout"),
                     None => ("cluster.election_timeout", "cluster.heartbeat_interval"),
                 };
-                return Err(ScenarioError { field: field.into(), message: format!("give {other} with it (both, or neither)") });
+                return Err(ScenarioError {
+                    field: field.into(),
+                    message: format!("give {other} with it (both, or neither)"),
+                });
             }
         }
         // openraft gives a heartbeat one interval to come back (its heartbeat worker's timeout):
@@ -1594,7 +1599,10 @@ mod tests {
         let timing = |extra: &str| lock_scenario(extra).map(|s| s.cluster.raft_timing());
         assert_eq!(timing("").unwrap(), RaftTiming::default());
         let tuned = timing("heartbeat_interval = \"100ms\"\nelection_timeout = \"1s\"").unwrap();
-        assert_eq!(tuned, RaftTiming { heartbeat_ms: 100, election_timeout_min_ms: 1000, election_timeout_max_ms: 2000 });
+        assert_eq!(
+            tuned,
+            RaftTiming { heartbeat_ms: 100, election_timeout_min_ms: 1000, election_timeout_max_ms: 2000 }
+        );
         let alone = timing("heartbeat_interval = \"100ms\"").unwrap_err();
         assert_eq!(alone.field, "cluster.heartbeat_interval");
         assert!(alone.message.contains("cluster.election_timeout"), "{}", alone.message);

@@ -326,7 +326,10 @@ pub fn network_preset_names() -> impl Iterator<Item = &'static str> {
 
 /// What is wrong with a preset name that is none of [`network_preset_names`].
 fn unknown_preset(name: &str) -> String {
-    format!("unknown network preset {name:?}: expected one of {}", network_preset_names().collect::<Vec<_>>().join(", "))
+    format!(
+        "unknown network preset {name:?}: expected one of {}",
+        network_preset_names().collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// The network preset `name`, parsed (once per process). `None` if there is none of that name.
@@ -767,7 +770,9 @@ mod tests {
     fn a_network_preset_replaces_the_profiles_network_and_keeps_its_costs() {
         for name in network_preset_names() {
             let preset = network_preset(name).unwrap();
-            assert!(preset.source.contains("://") || preset.source.contains('\''), "{name} names its source");
+            // Each states where its latency and its capacity come from.
+            assert!(preset.source.contains("round trip"), "{name} gives its measured round trip: {}", preset.source);
+            assert!(preset.source.contains("Gbit/s"), "{name} gives its capacity's source: {}", preset.source);
             assert!(preset.network.bandwidth.is_some(), "{name} states a capacity");
             let spec = TimingSpec {
                 profile: Some("zookeeper-3.8-loopback".into()),
@@ -789,8 +794,11 @@ mod tests {
             ..TimingSpec::default()
         };
         assert_eq!(both.resolve().unwrap_err().field, "timing.network_preset");
-        let unknown =
-            TimingSpec { profile: Some("etcd-3.4-loopback".into()), network_preset: Some("moon".into()), ..TimingSpec::default() };
+        let unknown = TimingSpec {
+            profile: Some("etcd-3.4-loopback".into()),
+            network_preset: Some("moon".into()),
+            ..TimingSpec::default()
+        };
         let error = unknown.resolve().unwrap_err();
         assert!(error.message.contains("lan, cross-zone, wan"), "{}", error.message);
     }

@@ -761,7 +761,12 @@ mod tests {
                 assert!(doc.fields.contains(&format!("`{field}`")), "{}: `{field}` is shown", doc.kind.name());
             }
             let instantaneous = doc.kind == FaultKindSpec::ClockJump;
-            assert_eq!(doc.fields.contains("`for`"), !instantaneous, "{}: `for` shown unless instantaneous", doc.kind.name());
+            assert_eq!(
+                doc.fields.contains("`for`"),
+                !instantaneous,
+                "{}: `for` shown unless instantaneous",
+                doc.kind.name()
+            );
         }
     }
 
