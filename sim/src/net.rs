@@ -294,7 +294,33 @@ impl Endpoint {
 
     /// Serves requests of type `R`: `f` answers each, in a task of its own, as soon as it has
     /// arrived. One handler per request type and endpoint.
-    pub fn add_rpc_handler<R, F, Fut>(&self, mut f: F)
+    pub fn add_rpc_handler<R, F, Fut>(&self, f: F)
+    where
+        R: Request,
+        F: FnMut(R) -> Fut + Send + 'static,
+        Fut: Future<Output = R::Response> + Send + 'static,
+    {
+        self.serve(f, false);
+    }
+
+    /// [`Endpoint::add_rpc_handler`] for a client's calls, as a gRPC server takes them: a call
+    /// its caller has given up on before the server takes it (it waited out its timeout while
+    /// the server was paused, or its request travelled longer than that) is not served. gRPC
+    /// carries the call's deadline to the server (`grpc-timeout`) and cancels the call when the
+    /// client does (RST_STREAM), and etcd's handlers stop on the cancelled context (raft's
+    /// `Propose` returns `ctx.Err()`). Without this, a request that reached a paused member and
+    /// that its client had retried elsewhere ran when the member woke, after the retry: an
+    /// unlock then deleted its client's next lock key.
+    pub fn add_call_handler<R, F, Fut>(&self, f: F)
+    where
+        R: Request,
+        F: FnMut(R) -> Fut + Send + 'static,
+        Fut: Future<Output = R::Response> + Send + 'static,
+    {
+        self.serve(f, true);
+    }
+
+    fn serve<R, F, Fut>(&self, mut f: F, skip_abandoned: bool)
     where
         R: Request,
         F: FnMut(R) -> Fut + Send + 'static,
@@ -313,6 +339,9 @@ impl Endpoint {
                 let request = *envelope.request.downcast::<R>().expect("a queue holds one request type");
                 let reply =
                     *envelope.reply.downcast::<oneshot::Sender<(Instant, R::Response)>>().expect("its reply type");
+                if skip_abandoned && reply.is_closed() {
+                    continue;
+                }
                 let (answer, (me, caller)) = (f(request), (endpoint.node, envelope.from));
                 madsim::task::spawn(async move {
                     let response = answer.await;

@@ -28,7 +28,7 @@ pub enum ClientRequest {
     /// its next revision, as an etcd watch resumes with `start_revision`.
     Watch { range: KeyRange, from: Revision, wait_ms: u64, options: WatchOptions },
     /// etcd's Lock service (v3lock): the server acquires the lock `name` for `lease` with the
-    /// mutex recipe and answers when it holds it. Blocks; served by the leader only.
+    /// mutex recipe and answers when it holds it. Blocks; any member serves it.
     Lock { name: String, lease: LeaseId },
     /// etcd's Unlock: deletes the holder key.
     Unlock { key: String },
@@ -64,7 +64,7 @@ impl ClientRequest {
     }
 }
 
-/// etcd's Election service. Served by the leader; each candidate's key is `<name>/<lease hex>`,
+/// etcd's Election service. Served by any member; each candidate's key is `<name>/<lease hex>`,
 /// the oldest key under `<name>/` is the leader.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ElectionRequest {

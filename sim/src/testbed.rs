@@ -36,6 +36,11 @@ where
     Box::new(move |client, recorder| Box::pin(f(client, recorder)))
 }
 
+/// The address of server `id` (1, 2, ...) in [`run`]'s cluster.
+pub fn addr(id: u64) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id as u8)), SERVER_PORT)
+}
+
 /// Starts `servers` servers, waits 2 s for a leader, then runs each script on its own client
 /// node (c1, c2, ...) with a connected [`Client`]; returns the scripts' results in order once
 /// all have finished (or panics after `limit` of simulated time).
@@ -48,7 +53,6 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
         let clients = scripts.len();
         let _nodes = node::install(epoch);
         net::install(net::Links::MADSIM);
-        let addr = |id: u64| SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id as u8)), SERVER_PORT);
         let members: BTreeMap<u64, SocketAddr> = (1..=servers as u64).map(|id| (id, addr(id))).collect();
         for &id in members.keys() {
             let spec = ServerSpec {

@@ -62,3 +62,50 @@ fn watch_options_filter_events_and_attach_previous_values() {
     assert_eq!(results[0].0, vec![EventKind::Delete]);
     assert_eq!(results[0].1, vec![None, Some("1".to_string())], "puts only, each with the value before it");
 }
+
+/// Every member serves a client that knows only it, as etcd's do (a follower forwards a proposal
+/// to the leader, asks it for the read index, relays a keepalive to its lessor): a put through
+/// each member, then its value read back from that member alone, serializably (the member
+/// answered the put once it had applied it), and linearizably; the lease kept alive and its TTL
+/// read through that member.
+#[test]
+fn every_member_serves_a_client_that_knows_only_that_member() {
+    use coordsim_sim::store::{RangeRequest, StoreError};
+    let script = |client: Client, _| async move {
+        let mut served = Vec::new();
+        for member in 1..=3u64 {
+            let mut local = client.endpoint().local_addr();
+            local.set_port(7000 + member as u16);
+            let servers = vec![(member, testbed::addr(member))];
+            let alone = Client::connect(local, servers, client.clock().clone()).await.unwrap();
+            let CommandResponse::LeaseGrant { id, .. } =
+                alone.write(Command::LeaseGrant { id: 0, ttl_ms: 5000 }, BUDGET).await.unwrap()
+            else {
+                panic!("grant through s{member}")
+            };
+            let key = format!("/m{member}");
+            alone.write(put(&key, "v", id), BUDGET).await.unwrap();
+            let read = |linearizable| {
+                let alone = alone.clone();
+                let key = key.clone();
+                async move {
+                    let request = RangeRequest::new(KeyRange::Key(key));
+                    let found: Result<_, StoreError> = alone.range_any(request, linearizable, BUDGET).await.unwrap();
+                    found.unwrap().kvs.into_iter().map(|kv| kv.value).collect::<Vec<_>>()
+                }
+            };
+            let (local_read, linearizable_read) = (read(false).await, read(true).await);
+            let kept = alone.keep_alive(id, BUDGET).await.unwrap();
+            let ttl = alone.time_to_live(id, true, BUDGET).await.unwrap();
+            served.push((
+                local_read == ["v"],
+                linearizable_read == ["v"],
+                matches!(kept, ClientReply::KeptAlive { ttl_ms: 5000 }),
+                matches!(ttl, ClientReply::LeaseTtl { keys, .. } if keys == [key.clone()]),
+            ));
+        }
+        served
+    };
+    let served = testbed::run(1, 3, vec![testbed::script(script)], Duration::from_secs(30));
+    assert_eq!(served, vec![vec![(true, true, true, true); 3]]);
+}

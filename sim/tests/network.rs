@@ -38,13 +38,22 @@ where
     F: FnOnce(NodeId, NodeId) -> futures::future::BoxFuture<'static, ()> + Send + 'static,
 {
     let exact = LinkLatency::Uniform { min: LATENCY, max: LATENCY };
-    let (outcome, taken) = run_on(1, exact, script, faults);
+    let (outcome, taken) = run_on(1, exact, Serve::Rpc, script, faults);
     (outcome, taken.len() as u64)
+}
+
+/// How the test's server takes its pings.
+#[derive(Clone, Copy)]
+enum Serve {
+    /// `Endpoint::add_rpc_handler`: every ping that arrives.
+    Rpc,
+    /// `Endpoint::add_call_handler`: not those whose caller has given up.
+    Calls,
 }
 
 /// [`run`] on the simulator seeded with `seed` and links of `latency`; also returns the pings
 /// the server took, in the order it took them.
-fn run_on<S, F>(seed: u64, latency: LinkLatency, script: S, faults: F) -> (Outcome, Vec<u64>)
+fn run_on<S, F>(seed: u64, latency: LinkLatency, serve: Serve, script: S, faults: F) -> (Outcome, Vec<u64>)
 where
     S: FnOnce(Endpoint) -> futures::future::BoxFuture<'static, Outcome> + Send + 'static,
     F: FnOnce(NodeId, NodeId) -> futures::future::BoxFuture<'static, ()> + Send + 'static,
@@ -64,10 +73,14 @@ where
                 let log = log.clone();
                 async move {
                     let endpoint = Endpoint::bind(SERVER).await.expect("the server binds");
-                    endpoint.add_rpc_handler(move |Ping(n)| {
+                    let handler = move |Ping(n)| {
                         log.lock().unwrap().push(n);
                         async move { n + 1 }
-                    });
+                    };
+                    match serve {
+                        Serve::Rpc => endpoint.add_rpc_handler(handler),
+                        Serve::Calls => endpoint.add_call_handler(handler),
+                    }
                     futures::future::pending::<()>().await;
                 }
             })
@@ -160,6 +173,44 @@ fn a_paused_server_answers_what_arrived_during_the_pause_when_it_resumes() {
     );
 }
 
+/// Two pings sent while the server is paused: the first gives up after 100 ms, the second waits.
+fn two_pings_across_a_pause(serve: Serve) -> (Outcome, Vec<u64>) {
+    let exact = LinkLatency::Uniform { min: LATENCY, max: LATENCY };
+    run_on(
+        1,
+        exact,
+        serve,
+        |endpoint| {
+            Box::pin(async move {
+                let impatient = ping(&endpoint, 1, Duration::from_millis(100));
+                let patient = ping(&endpoint, 2, Duration::from_secs(5));
+                let (a, b) = futures::future::join(impatient, patient).await;
+                vec![a, b]
+            })
+        },
+        |server, _| {
+            Box::pin(async move {
+                net::sleep_until_exact(Instant::now() + Duration::from_micros(500)).await;
+                Handle::current().pause(server);
+                madsim::time::sleep(Duration::from_millis(500)).await;
+                Handle::current().resume(server);
+            })
+        },
+    )
+}
+
+#[test]
+fn a_call_its_caller_gave_up_on_is_not_served_but_a_raft_message_is() {
+    let (outcome, taken) = two_pings_across_a_pause(Serve::Calls);
+    assert_eq!(outcome[0].0, Err(std::io::ErrorKind::TimedOut));
+    assert_eq!(outcome[1].0, Ok(3));
+    assert_eq!(taken, vec![2], "the abandoned call was served");
+    // A peer message (add_rpc_handler) is served whenever it arrives, its sender waiting or not.
+    let (outcome, taken) = two_pings_across_a_pause(Serve::Rpc);
+    assert_eq!(outcome[0].0, Err(std::io::ErrorKind::TimedOut));
+    assert_eq!(taken, vec![1, 2]);
+}
+
 #[test]
 fn a_dropped_reply_times_the_caller_out_but_the_request_took_effect() {
     let (outcome, served) = run(
@@ -198,7 +249,7 @@ fn arrival_order(ordered: bool) -> Vec<u64> {
             Outcome::new()
         })
     };
-    run_on(7, latency, script, no_faults).1
+    run_on(7, latency, Serve::Rpc, script, no_faults).1
 }
 
 #[test]
@@ -308,6 +359,7 @@ fn without_a_bandwidth_size_costs_nothing() {
     let (outcome, _) = run_on(
         1,
         exact,
+        Serve::Rpc,
         |endpoint| Box::pin(async move { vec![ping(&endpoint, 1, Duration::from_secs(1)).await] }),
         no_faults,
     );

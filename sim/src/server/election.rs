@@ -1,5 +1,5 @@
 //! etcd's Election service (server/etcdserver/api/v3election): a campaign is the mutex recipe
-//! run on the leader with the candidate's proposal as its key's value; the oldest key under the
+//! run on the member the request reached with the candidate's proposal as its key's value; the oldest key under the
 //! election's prefix leads, and its create_revision is the term (the fencing token).
 
 use std::time::Duration;
@@ -14,12 +14,8 @@ use crate::store::{
 
 impl Server {
     pub(super) async fn election(&self, request: ElectionRequest) -> ClientReply {
-        // Observe reads this server's applied state (any member can serve it, as in etcd); the
-        // rest needs the leader.
-        let observe = matches!(request, ElectionRequest::Observe { .. });
-        if !observe && !self.raft.is_leader() {
-            return ClientReply::NotLeader { leader: self.raft.current_leader().await };
-        }
+        // Any member serves every request (as in etcd: the election server runs on the member
+        // the request reached; a follower's proposals and reads go through the leader).
         let reply = match request {
             ElectionRequest::Campaign { name, lease, value } => {
                 let (mutex, step) = EtcdMutex::campaign(&name, lease, &value);

@@ -2,6 +2,7 @@
 //! clients (etcd's KV, Lease and Watch services over madsim RPC; the ZooKeeper view in `zk`).
 
 mod election;
+mod forward;
 pub mod redis;
 mod zk;
 
@@ -160,9 +161,10 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         leader_heard: leader_heard.clone(),
     });
     register_raft_handlers(&endpoint, &raft, leader_heard, clock, costs.clone());
+    server.serve_forwarded();
     {
         let handler = server.clone();
-        endpoint.add_rpc_handler(move |request: ClientRequest| {
+        endpoint.add_call_handler(move |request: ClientRequest| {
             let (server, costs) = (handler.clone(), costs.clone());
             server.recorder.served_request();
             async move {
@@ -352,9 +354,18 @@ impl Server {
         }
     }
 
+    /// A proposal made on this member: on the leader, through its log; on a follower, through
+    /// the leader it knows (`forward`), answered once applied here. Where a proposal goes is
+    /// decided when it arrives, as etcd's raft decides when it steps the proposal: a member
+    /// that believes it leads appends it, and if it turns out deposed (a leader stalled on its
+    /// disk), the proposal is lost with its uncommitted log, not forwarded later (its client
+    /// has given up on it by then).
     async fn write(&self, mut command: Command) -> ClientReply {
         if let Command::LeaseGrant { ttl_ms, .. } = &mut command {
             *ttl_ms = (*ttl_ms).max(LEASE_TTL_MIN_MS);
+        }
+        if let Some(leader) = self.leader_elsewhere().await {
+            return self.propose_via_leader(leader, command).await;
         }
         match self.raft.client_write(command).await {
             Ok(response) => ClientReply::Write(response.data.into_command()),
@@ -366,14 +377,39 @@ impl Server {
     }
 
     /// Confirms leadership with a quorum and waits until the state machine has applied
-    /// everything committed before the read (Raft §6.4, read index).
+    /// everything committed before the read (Raft §6.4, read index); on a follower, asks the
+    /// leader for its read index and waits until this member has applied it (`forward`).
     async fn read_index(&self) -> Result<(), ClientReply> {
+        if let Some(leader) = self.leader_elsewhere().await {
+            return self.read_index_via_leader(leader).await;
+        }
         match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
             Ok(_) => Ok(()),
             Err(error) => Err(match error.forward_to_leader() {
                 Some(forward) => ClientReply::NotLeader { leader: forward.leader_id },
                 None => ClientReply::Unavailable { reason: error.to_string() },
             }),
+        }
+    }
+
+    /// The leader this member knows, when it is another member: where the requests only the
+    /// leader's lessor can answer go.
+    async fn leader_elsewhere(&self) -> Option<u64> {
+        if self.raft.is_leader() {
+            return None;
+        }
+        self.raft.current_leader().await.filter(|leader| *leader != self.id)
+    }
+
+    /// Passes a client's request on to the leader and its answer back (etcd 3.4 forwards a
+    /// lease's renewal and time-to-live to the leader's `/leases` peer handlers).
+    async fn relay(&self, leader: u64, request: ClientRequest) -> ClientReply {
+        let Some(addr) = self.members.get(&leader).copied() else {
+            return ClientReply::Unavailable { reason: format!("leader s{leader} is not a member") };
+        };
+        match self.endpoint.call(addr, request, Duration::from_secs(1)).await {
+            Ok(reply) => reply,
+            Err(error) => ClientReply::Unavailable { reason: format!("forwarding to s{leader}: {error}") },
         }
     }
 
@@ -385,8 +421,13 @@ impl Server {
     async fn keep_alive(&self, lease: LeaseId) -> ClientReply {
         // The bug: a deposed leader whose lessor still thinks it is primary renews on its own.
         let deposed_primary = self.bugs.deposed_leader_expires_leases && !self.raft.is_leader();
-        if !deposed_primary && let Err(reply) = self.read_index().await {
-            return reply;
+        if !deposed_primary {
+            if let Some(leader) = self.leader_elsewhere().await {
+                return self.relay(leader, ClientRequest::KeepAlive { lease }).await;
+            }
+            if let Err(reply) = self.read_index().await {
+                return reply;
+            }
         }
         let (renewed, checkpointing) = {
             let mut lessor = lock(&self.lessor);
@@ -414,6 +455,9 @@ impl Server {
 
     /// etcd LeaseTimeToLive, answered by the leader: its lessor knows the deadline.
     async fn time_to_live(&self, id: LeaseId, keys: bool) -> ClientReply {
+        if let Some(leader) = self.leader_elsewhere().await {
+            return self.relay(leader, ClientRequest::LeaseTimeToLive { lease: id, keys }).await;
+        }
         if let Err(reply) = self.read_index().await {
             return reply;
         }
@@ -432,13 +476,11 @@ impl Server {
         }
     }
 
-    /// etcd's Lock service (server/etcdserver/api/v3lock): runs the mutex recipe here, on the
-    /// leader, against the replicated store, and answers once the caller holds the lock. With
-    /// the `grant_without_lease_check` bug the recipe skips its final check of the caller's key.
+    /// etcd's Lock service (server/etcdserver/api/v3lock): runs the mutex recipe on the member
+    /// the request reached, against the replicated store (a follower's proposals and reads go
+    /// through the leader), and answers once the caller holds the lock. With the
+    /// `grant_without_lease_check` bug the recipe skips its final check of the caller's key.
     async fn lock_service(&self, name: &str, lease: LeaseId) -> ClientReply {
-        if !self.raft.is_leader() {
-            return ClientReply::NotLeader { leader: self.raft.current_leader().await };
-        }
         let check_own_key = !self.bugs.grant_without_lease_check;
         let (mutex, step) = EtcdMutex::lock_checked(name, lease, check_own_key);
         self.run_mutex(mutex, step).await
@@ -478,8 +520,10 @@ impl Server {
     }
 
     /// Waits on this server's applied state until `key` is deleted at or after `from`; false
-    /// if the server stopped being leader meanwhile.
+    /// if the server led when the wait began and stopped leading meanwhile. (On a follower the
+    /// wait goes on, as a watch on that member does, until the client gives up.)
     async fn wait_delete(&self, key: &str, from: Revision) -> bool {
+        let leading = self.raft.is_leader();
         let range = KeyRange::Key(key.to_string());
         loop {
             let notified = self.applied_notify.notified();
@@ -493,7 +537,7 @@ impl Server {
             if deleted {
                 return true;
             }
-            if !self.raft.is_leader() {
+            if leading && !self.raft.is_leader() {
                 return false;
             }
             // Re-check leadership now and then even if nothing is applied.

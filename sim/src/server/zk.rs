@@ -92,10 +92,19 @@ impl Server {
         if self.raft.is_leader() {
             return self.write(command).await;
         }
-        match self.forward(command).await {
-            Ok(applied) => ClientReply::Write(applied.into_command()),
-            Err(reason) => ClientReply::Unavailable { reason: format!("forwarding to the leader: {reason}") },
+        let response = match self.forward(command).await {
+            Ok(applied) => applied.into_command(),
+            Err(reason) => return ClientReply::Unavailable { reason: format!("forwarding to the leader: {reason}") },
+        };
+        // A follower answers once it has applied the session's creation itself (its
+        // FinalRequestProcessor sends the ConnectResponse), so the new session's first reads
+        // there see every transaction before it.
+        if let CommandResponse::LeaseGrant { header, .. } = &response
+            && !self.wait_applied(header.revision).await
+        {
+            return ClientReply::Unavailable { reason: format!("zxid {} not applied here in time", header.revision) };
         }
+        ClientReply::Write(response)
     }
 
     /// A client's ping, or with `validate` its reconnection (the session's validation). On the
