@@ -149,19 +149,22 @@ fn a_cut_link_is_a_timeout_and_a_healed_one_carries_again() {
     assert_eq!(served, 1, "the request on the cut link never arrived");
 }
 
+/// Pauses the server from 0.5 ms (after it has bound, its first poll; before the client calls,
+/// at 1 ms) to 500.5 ms.
+fn pause_the_server(server: NodeId, _: NodeId) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(async move {
+        net::sleep_until_exact(Instant::now() + Duration::from_micros(500)).await;
+        Handle::current().pause(server);
+        madsim::time::sleep(Duration::from_millis(500)).await;
+        Handle::current().resume(server);
+    })
+}
+
 #[test]
 fn a_paused_server_answers_what_arrived_during_the_pause_when_it_resumes() {
     let (outcome, served) = run(
         |endpoint| Box::pin(async move { vec![ping(&endpoint, 7, Duration::from_secs(5)).await] }),
-        |server, _| {
-            Box::pin(async move {
-                // After the server has bound (its first poll), before the client calls (at 1 ms).
-                net::sleep_until_exact(Instant::now() + Duration::from_micros(500)).await;
-                Handle::current().pause(server);
-                madsim::time::sleep(Duration::from_millis(500)).await;
-                Handle::current().resume(server);
-            })
-        },
+        pause_the_server,
     );
     assert_eq!(outcome[0].0, Ok(8));
     assert_eq!(served, 1);
@@ -188,14 +191,7 @@ fn two_pings_across_a_pause(serve: Serve) -> (Outcome, Vec<u64>) {
                 vec![a, b]
             })
         },
-        |server, _| {
-            Box::pin(async move {
-                net::sleep_until_exact(Instant::now() + Duration::from_micros(500)).await;
-                Handle::current().pause(server);
-                madsim::time::sleep(Duration::from_millis(500)).await;
-                Handle::current().resume(server);
-            })
-        },
+        pause_the_server,
     )
 }
 
