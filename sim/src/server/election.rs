@@ -1,6 +1,7 @@
 //! etcd's Election service (server/etcdserver/api/v3election): a campaign is the mutex recipe
-//! run on the member the request reached with the candidate's proposal as its key's value; the oldest key under the
-//! election's prefix leads, and its create_revision is the term (the fencing token).
+//! run on the member the request reached with the candidate's proposal as its key's value; the
+//! oldest key under the election's prefix leads, and its create_revision is the term (the
+//! fencing token).
 
 use std::time::Duration;
 

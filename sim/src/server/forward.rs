@@ -1,6 +1,7 @@
 //! What an etcd member that does not lead does with a client's request: it serves it all the
-//! same, through the leader, as etcd does (a client's requests land on any member: etcd-client
-//! balances them over its endpoints, see `crate::client`).
+//! same, through the leader, as etcd does. A client given a follower's address is served there
+//! (the simulator's own client stays on one member until it fails, see `crate::client`;
+//! etcd-client balances its requests over every endpoint).
 //!
 //! - A proposal (put, delete, txn, lease grant) is forwarded to the leader (etcd raft's
 //!   `stepFollower` sends a follower's `MsgProp` on to the leader), and the member answers once
@@ -24,7 +25,7 @@ use openraft_rt::WatchReceiver;
 use serde::{Deserialize, Serialize};
 
 use super::{Server, lock};
-use crate::rpc::ClientReply;
+use crate::rpc::{ClientReply, ClientRequest};
 use crate::store::{Command, CommandResponse};
 
 /// How long a member waits for the leader's answer to a forwarded proposal or read index.
@@ -125,16 +126,30 @@ impl Server {
     where
         R: Request<Response = Forwarded<T>>,
     {
+        match self.call_leader(leader, request).await? {
+            Forwarded::Done { index, value } => Ok((index, value)),
+            // The member named may have just stepped down: the client asks again elsewhere.
+            Forwarded::NotLeader { leader } => Err(ClientReply::NotLeader { leader }),
+            Forwarded::Unavailable { reason } => Err(ClientReply::Unavailable { reason }),
+        }
+    }
+
+    /// Passes a client's request on to the leader and its answer back (etcd 3.4 forwards a
+    /// lease's renewal and time-to-live to the leader's `/leases` peer handlers).
+    pub(super) async fn relay(&self, leader: u64, request: ClientRequest) -> ClientReply {
+        self.call_leader(leader, request).await.unwrap_or_else(|unanswered| unanswered)
+    }
+
+    /// One call to `leader`; `Unavailable` if it is not a member or does not answer within
+    /// [`FORWARD_TIMEOUT`].
+    async fn call_leader<R: Request>(&self, leader: u64, request: R) -> Result<R::Response, ClientReply> {
         let Some(addr) = self.members.get(&leader).copied() else {
             return Err(ClientReply::Unavailable { reason: format!("leader s{leader} is not a member") });
         };
-        match self.endpoint.call(addr, request, FORWARD_TIMEOUT).await {
-            Ok(Forwarded::Done { index, value }) => Ok((index, value)),
-            // The member named may have just stepped down: the client asks again elsewhere.
-            Ok(Forwarded::NotLeader { leader }) => Err(ClientReply::NotLeader { leader }),
-            Ok(Forwarded::Unavailable { reason }) => Err(ClientReply::Unavailable { reason }),
-            Err(error) => Err(ClientReply::Unavailable { reason: format!("forwarding to s{leader}: {error}") }),
-        }
+        self.endpoint
+            .call(addr, request, FORWARD_TIMEOUT)
+            .await
+            .map_err(|error| ClientReply::Unavailable { reason: format!("forwarding to s{leader}: {error}") })
     }
 
     /// Waits (up to [`APPLY_WAIT`] of local time) until this member has applied log `index`

@@ -401,18 +401,6 @@ impl Server {
         self.raft.current_leader().await.filter(|leader| *leader != self.id)
     }
 
-    /// Passes a client's request on to the leader and its answer back (etcd 3.4 forwards a
-    /// lease's renewal and time-to-live to the leader's `/leases` peer handlers).
-    async fn relay(&self, leader: u64, request: ClientRequest) -> ClientReply {
-        let Some(addr) = self.members.get(&leader).copied() else {
-            return ClientReply::Unavailable { reason: format!("leader s{leader} is not a member") };
-        };
-        match self.endpoint.call(addr, request, Duration::from_secs(1)).await {
-            Ok(reply) => reply,
-            Err(error) => ClientReply::Unavailable { reason: format!("forwarding to s{leader}: {error}") },
-        }
-    }
-
     /// etcd LeaseKeepAlive: only a leader that can still reach a quorum may extend a lease, or a
     /// deposed leader would acknowledge renewals the cluster never made (docs/cases/03; etcd's
     /// `ensureLeadership` in LeaseRenew). A renewal is not replicated, except that with
