@@ -92,6 +92,23 @@ pub struct History {
     /// leader's own record, exact (the simulator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_observation: Option<LeaseObservation>,
+    /// How deep each node's work queue was, by node name (a simulated run with a time model:
+    /// its servers' and its resource's CPUs). Absent: no time model, or a real run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueSeries>,
+}
+
+/// How deep one node's work queue was over a run (sim/core/src/queue_depth.rs): for each window
+/// of `window_ms` true time in which its CPU held work, the most pieces of work (client requests,
+/// Raft messages, applies) waiting for it or on it at once. Exact, not sampled; windows with
+/// nothing queued are left out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSeries {
+    pub node: String,
+    pub window_ms: u64,
+    /// `[start_ms, deepest]` per window, in time order.
+    pub deepest: Vec<[u64; 2]>,
 }
 
 /// Leases observed from outside by polling (real/src/run.rs `observe_sessions`): each
@@ -706,7 +723,37 @@ impl History {
             time_model: None,
             service_timing: None,
             lease_observation: None,
+            queues: Vec::new(),
         }
+    }
+
+    /// Each queue series names a node, has a window, and windows in time order within the run.
+    fn validate_queues(&self) -> Result<(), HistoryError> {
+        for (index, series) in self.queues.iter().enumerate() {
+            let wrong = |field: &str, message: String| {
+                Err(HistoryError::OutOfRange { field: format!("queues[{index}].{field}"), message })
+            };
+            if !self.nodes.iter().any(|n| n.name == series.node) {
+                return wrong("node", format!("{:?} is not in `nodes`", series.node));
+            }
+            if series.window_ms == 0 || series.window_ms > TIME_MAX_NS / 1_000_000 {
+                return wrong("window_ms", format!("{} is not a window length", series.window_ms));
+            }
+            let mut next_ms = 0;
+            for (at, [start_ms, _]) in series.deepest.iter().enumerate() {
+                if *start_ms < next_ms || start_ms % series.window_ms != 0 {
+                    return wrong(
+                        &format!("deepest[{at}]"),
+                        format!("window start {start_ms} ms is out of order or not a multiple of window_ms"),
+                    );
+                }
+                if start_ms.saturating_mul(1_000_000) > self.duration_ns {
+                    return wrong(&format!("deepest[{at}]"), format!("window start {start_ms} ms is after the run"));
+                }
+                next_ms = start_ms + series.window_ms;
+            }
+        }
+        Ok(())
     }
 
     /// The service's timing in this run: the recorded one, or [`ServiceTiming::SIMULATED`].
@@ -775,6 +822,21 @@ impl History {
                 message: format!("{} is past the limit of {TIME_MAX_NS} ns (about 115 days)", self.duration_ns),
             });
         }
+        if let Some(timing) = &self.service_timing {
+            let fields = [
+                ("heartbeat_ms", timing.heartbeat_ms),
+                ("election_timeout_min_ms", timing.election_timeout_min_ms),
+                ("election_timeout_max_ms", timing.election_timeout_max_ms),
+                ("lease_expiry_tick_ms", timing.lease_expiry_tick_ms),
+                ("lease_promotion_extend_ms", timing.lease_promotion_extend_ms),
+            ];
+            if let Some((field, value)) = fields.into_iter().find(|(_, ms)| *ms > TTL_MAX_MS) {
+                return Err(HistoryError::OutOfRange {
+                    field: format!("service_timing.{field}"),
+                    message: format!("{value} ms is past the limit of {TTL_MAX_MS} ms (about 115 days)"),
+                });
+            }
+        }
         for (index, entry) in self.entries.iter().enumerate() {
             if let Some((field, value)) = entry.event.duration_ms().filter(|(_, ms)| *ms > TTL_MAX_MS) {
                 return invalid(
@@ -806,6 +868,7 @@ impl History {
                 return invalid(index, "node", format!("{:?} is not in `nodes`", entry.node));
             }
         }
+        self.validate_queues()?;
         for (index, entry) in self.entries.iter().enumerate() {
             match &entry.event {
                 Event::Invoke { op, call } => {

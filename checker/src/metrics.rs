@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Call, Event, History, OpId, Phase};
+use crate::history::{Call, Event, History, NodeRole, OpId, Phase};
 
 /// A sample's size and its percentiles, µs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +98,10 @@ pub struct Headline {
     pub keepalive_p99_us: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_p50_us: Option<u64>,
+    /// The most pieces of work queued at once on any server's CPU (a count, not µs): how far
+    /// the run overloaded the cluster. Absent without a time model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deepest_queue: Option<u64>,
 }
 
 impl Headline {
@@ -110,6 +114,7 @@ impl Headline {
             lock_p99_us: of(|h| h.lock_p99_us),
             keepalive_p99_us: of(|h| h.keepalive_p99_us),
             recovery_p50_us: of(|h| h.recovery_p50_us),
+            deepest_queue: of(|h| h.deepest_queue),
         }
     }
 }
@@ -137,6 +142,7 @@ impl Metrics {
             lock_p99_us: ok_p99("lock"),
             keepalive_p99_us: ok_p99("lease_keep_alive"),
             recovery_p50_us: self.recovery.as_ref().map(|r| r.p50_us),
+            deepest_queue: self.queues.values().filter(|q| q.role == NodeRole::Server).map(|q| q.deepest).max(),
         }
     }
 }
@@ -159,6 +165,53 @@ pub struct Metrics {
     pub recovery: Option<Spread>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unrecovered: u64,
+    /// Each node's work queue (the history's `queues`: a simulated run with a time model), by
+    /// node name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub queues: BTreeMap<String, Queue>,
+}
+
+/// How deep one node's work queue was: the deepest of each window of the run (the history's
+/// [`crate::history::QueueSeries`]), summed up. Counts of pieces of work, not µs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Queue {
+    /// The node's role: a server's queue, or the resource's.
+    pub role: NodeRole,
+    /// The most pieces queued at once, and the start (true ms) of the window it happened in.
+    pub deepest: u64,
+    pub deepest_at_ms: u64,
+    /// Over every window of the run (idle ones count 0), nearest-rank: how deep it usually was.
+    pub p50: u64,
+    pub p99: u64,
+    /// Windows in which anything was queued, and windows in the run.
+    pub busy_windows: u64,
+    pub windows: u64,
+}
+
+impl Queue {
+    /// `None` for a node that never queued anything.
+    pub fn of(series: &crate::history::QueueSeries, role: NodeRole, duration_ns: u64) -> Option<Queue> {
+        let [at, deepest] = *series.deepest.iter().max_by_key(|[start, depth]| (*depth, std::cmp::Reverse(*start)))?;
+        let window_ns = series.window_ms.saturating_mul(1_000_000);
+        let windows = duration_ns.div_ceil(window_ns).max(series.deepest.len() as u64);
+        let mut depths: Vec<u64> = series.deepest.iter().map(|[_, depth]| *depth).collect();
+        depths.sort_unstable();
+        let idle = windows - depths.len() as u64;
+        // Nearest rank over the idle windows (all 0) and the busy ones (sorted).
+        let at_share = |share: f64| {
+            let rank = ((share * windows as f64).ceil() as u64).clamp(1, windows);
+            if rank <= idle { 0 } else { depths[(rank - idle - 1) as usize] }
+        };
+        Some(Queue {
+            role,
+            deepest,
+            deepest_at_ms: at,
+            p50: at_share(0.50),
+            p99: at_share(0.99),
+            busy_windows: depths.len() as u64,
+            windows,
+        })
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -189,6 +242,14 @@ pub fn of(history: &History) -> Metrics {
         time_model: history.time_model.clone(),
         requests: requests(history),
         locks: locks(history),
+        queues: history
+            .queues
+            .iter()
+            .filter_map(|series| {
+                let role = history.nodes.iter().find(|n| n.name == series.node)?.role;
+                Some((series.node.clone(), Queue::of(series, role, history.duration_ns)?))
+            })
+            .collect(),
         ..recovery(history)
     }
 }
@@ -364,6 +425,7 @@ fn recovery(history: &History) -> Metrics {
         locks: BTreeMap::new(),
         recovery: Spread::of(waits),
         unrecovered,
+        queues: BTreeMap::new(),
     }
 }
 
@@ -397,6 +459,7 @@ mod tests {
             locks: [("a".to_string(), lock(3, 7)), ("b".to_string(), lock(5, 9)), ("c".to_string(), lock(5, 4))].into(),
             recovery: Spread::of(vec![2_000_000]),
             unrecovered: 0,
+            queues: BTreeMap::new(),
         };
         let headline = metrics.headline();
         assert_eq!(headline.handoff_p50_us, Some(9), "b: most grants, first by name among equals");
@@ -472,5 +535,33 @@ mod tests {
         let recovery = metrics.recovery.as_ref().unwrap();
         assert_eq!((recovery.count, recovery.p50_us), (1, 20_000));
         assert_eq!(metrics.unrecovered, 1);
+    }
+
+    #[test]
+    fn a_queue_is_summed_up_over_every_window_of_the_run_idle_ones_included() {
+        use crate::history::{NodeInfo, QueueSeries};
+        let mut history = History::new("q", 1);
+        history.duration_ns = 1_000_000_000; // 10 windows of 100 ms
+        history.nodes = vec![
+            NodeInfo { name: "s1".into(), role: NodeRole::Server },
+            NodeInfo { name: "s2".into(), role: NodeRole::Server },
+            NodeInfo { name: "resource".into(), role: NodeRole::Resource },
+        ];
+        history.queues = vec![
+            QueueSeries { node: "s1".into(), window_ms: 100, deepest: vec![[0, 3], [100, 250], [200, 250], [500, 7]] },
+            QueueSeries { node: "s2".into(), window_ms: 100, deepest: vec![] },
+            QueueSeries { node: "resource".into(), window_ms: 100, deepest: vec![[0, 900]] },
+        ];
+        history.validate().unwrap();
+        let metrics = of(&history);
+        let s1 = &metrics.queues["s1"];
+        // Depths over the 10 windows: 0 x6, 3, 7, 250, 250.
+        assert_eq!((s1.deepest, s1.deepest_at_ms), (250, 100), "the first window of the deepest");
+        assert_eq!((s1.p50, s1.p99, s1.busy_windows, s1.windows), (0, 250, 4, 10));
+        assert!(!metrics.queues.contains_key("s2"), "a node that never queued has no figures");
+        assert_eq!(metrics.headline().deepest_queue, Some(250), "the servers' deepest, not the resource's");
+        let mut out_of_order = history.clone();
+        out_of_order.queues[0].deepest.swap(0, 1);
+        assert!(out_of_order.validate().unwrap_err().to_string().contains("queues[0].deepest[1]"));
     }
 }

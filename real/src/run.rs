@@ -1125,6 +1125,9 @@ fn merge(
         service_timing: (system == System::Etcd)
             .then(|| crate::cluster::etcd::service_timing(crate::cluster::etcd::RaftFlags::of(&scenario.cluster))),
         lease_observation: Some(observation),
+        // The servers' queues are not watched from outside: their own counters at the run's end
+        // are in cluster/server-metrics.txt.
+        queues: Vec::new(),
     };
     history.validate().map_err(|error| format!("the merged history is invalid (a bug in coordsim real): {error}"))?;
     Ok(history)

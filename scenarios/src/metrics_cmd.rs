@@ -1,6 +1,8 @@
 //! `coordsim metrics`: how long things took in recorded runs, side by side. Each history (a
 //! simulated run's or a real cluster's) is one column; rows are request latency by kind,
-//! throughput, lock handoff and drain, and recovery after faults (`coordsim_checker::metrics`).
+//! throughput, lock handoff and drain, recovery after faults, and each node's work queue (pieces
+//! of work queued at once, per 100 ms window; a simulated run with a time model)
+//! (`coordsim_checker::metrics`).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -97,6 +99,14 @@ pub fn table(columns: &[(&str, &Metrics)]) -> Vec<String> {
     }
     row("recovery after a fault".into(), &|m| spread(m.recovery.as_ref()));
     row("faults never recovered from".into(), &|m| m.unrecovered.to_string());
+    let nodes: BTreeSet<&String> = columns.iter().flat_map(|(_, m)| m.queues.keys()).collect();
+    for node in nodes {
+        row(format!("{node} queue p50 / p99 / deepest (at)"), &|m| {
+            m.queues.get(node).map_or("-".into(), |q| {
+                format!("{} / {} / {} (at {})", q.p50, q.p99, q.deepest, ms(q.deepest_at_ms * 1000))
+            })
+        });
+    }
     let widths: Vec<usize> =
         (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     rows.iter()

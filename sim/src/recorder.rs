@@ -9,8 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use coordsim_checker::history::{Call, Entry, Event, History, NodeInfo, NodeRole, OpId, RaftRole, Return};
+use coordsim_checker::history::{Call, Entry, Event, History, NodeInfo, NodeRole, OpId, QueueSeries, RaftRole, Return};
+use coordsim_core::queue_depth::QueueDepth;
 use futures::channel::oneshot;
+
+use crate::timing::QueueRecord;
 
 /// Most entries one run may record. The library's runs record under 10^4 (8,365 at most on
 /// seeds 1..3); the limit leaves a hundred times that and bounds a run's memory: an entry and
@@ -88,6 +91,9 @@ struct Inner {
     stopped: Option<(u64, Limit)>,
     /// Tells the harness the run must stop (taken when the limit is reached).
     stop: Option<oneshot::Sender<()>>,
+    /// Each node's queue-depth record (`queue_record`), by name: written into the history's
+    /// `queues` when it is finished.
+    queues: BTreeMap<String, Arc<Mutex<QueueDepth>>>,
 }
 
 impl Inner {
@@ -125,6 +131,7 @@ impl Recorder {
             served: 0,
             stopped: None,
             stop: Some(stop),
+            queues: BTreeMap::new(),
         };
         (Recorder { inner: Arc::new(Mutex::new(inner)) }, stopped)
     }
@@ -266,6 +273,27 @@ impl Recorder {
         let inner = self.lock();
         let mut history = inner.history.clone();
         history.duration_ns = inner.epoch.elapsed().as_nanos() as u64;
+        history.queues = inner
+            .queues
+            .iter()
+            .map(|(node, record)| {
+                let record = record.lock().expect("queue record lock poisoned");
+                QueueSeries {
+                    node: node.clone(),
+                    window_ms: record.window_ms(),
+                    deepest: record.series(history.duration_ns),
+                }
+            })
+            .collect();
         history
+    }
+
+    /// `node`'s queue-depth record for its CPU (the time model's): made on first use, the same
+    /// one after a restart.
+    pub fn queue_record(&self, node: &str) -> QueueRecord {
+        let mut inner = self.lock();
+        let epoch = inner.epoch;
+        let depth = inner.queues.entry(node.to_string()).or_default().clone();
+        QueueRecord::new(epoch, depth)
     }
 }

@@ -26,6 +26,10 @@ pub async fn serve_resource(
 ) {
     let endpoint = Endpoint::bind(addr).await.expect("the resource binds its own address");
     let resource = Arc::new(Mutex::new(Resource::new(mode)));
+    let cpu = Arc::new(match &cost {
+        Some(_) => crate::timing::Cpu::recorded(recorder.queue_record(&name)),
+        None => crate::timing::Cpu::default(),
+    });
     let decide = move |write: ResourceWrite| {
         let decision = resource.lock().expect("resource lock poisoned").write(write.token);
         recorder.record(
@@ -46,7 +50,6 @@ pub async fn serve_resource(
         }
     };
     let decide = Arc::new(decide);
-    let cpu = Arc::new(crate::timing::Cpu::default());
     enum Turn<D> {
         /// Decided as it was taken from the inbox, in arrival order (no cost).
         Decided(ResourceReply),

@@ -41,6 +41,18 @@ pub fn addr(id: u64) -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id as u8)), SERVER_PORT)
 }
 
+/// The simulator's node of each server, by id.
+#[derive(Default)]
+struct ServerNodes(BTreeMap<u64, madsim::task::NodeId>);
+
+/// The simulator's node of server `id` in the running [`run`] (for the network's faults:
+/// `net::clog_link`).
+pub fn server_node(id: u64) -> madsim::task::NodeId {
+    node::with_run_attached(|nodes: &mut ServerNodes| nodes.0.get(&id).copied())
+        .flatten()
+        .unwrap_or_else(|| panic!("no server {id} in this testbed run"))
+}
+
 /// Starts `servers` servers, waits 2 s for a leader, then runs each script on its own client
 /// node (c1, c2, ...) with a connected [`Client`]; returns the scripts' results in order once
 /// all have finished (or panics after `limit` of simulated time).
@@ -54,6 +66,7 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
         let _nodes = node::install(epoch);
         net::install(net::Links::MADSIM);
         let members: BTreeMap<u64, SocketAddr> = (1..=servers as u64).map(|id| (id, addr(id))).collect();
+        let mut nodes = ServerNodes::default();
         for &id in members.keys() {
             let spec = ServerSpec {
                 id,
@@ -77,7 +90,9 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
                 .init(move || serve(spec.clone(), durable.clone(), clock.clone(), rec.clone()))
                 .build();
             node::bind(server.id(), &name, Clock::true_time(epoch));
+            nodes.0.insert(id, server.id());
         }
+        node::attach_to_run(nodes);
         madsim::time::sleep(Duration::from_secs(2)).await;
         let results: Arc<Mutex<Vec<Option<T>>>> = Arc::new(Mutex::new((0..clients).map(|_| None).collect()));
         let servers_list: Vec<(u64, SocketAddr)> = members.iter().map(|(id, a)| (*id, *a)).collect();

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use coordsim_core::queue_depth::QueueDepth;
 use madsim::task::NodeId;
 
 pub use coordsim_core::timing::Dist;
@@ -87,12 +88,36 @@ pub fn draw(dist: &Dist) -> Duration {
     dist.at(madsim::rand::thread_rng().r#gen::<f64>())
 }
 
+/// Where a CPU writes how deep its queue was: the node's record in the run's recorder
+/// ([`crate::recorder::Recorder::queue_record`]), read against the run's epoch.
+#[derive(Clone, Debug)]
+pub struct QueueRecord {
+    epoch: Instant,
+    depth: Arc<Mutex<QueueDepth>>,
+}
+
+impl QueueRecord {
+    pub fn new(epoch: Instant, depth: Arc<Mutex<QueueDepth>>) -> QueueRecord {
+        QueueRecord { epoch, depth }
+    }
+
+    fn ns(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut QueueDepth) -> R) -> R {
+        f(&mut self.depth.lock().expect("queue record lock poisoned"))
+    }
+}
+
 /// A processor that does one thing at a time, first come first served: each piece of work
 /// waits for the ones before it, then takes its cost. One per server (and the resource), made
 /// when the node starts, so a restarted node starts idle.
 #[derive(Debug, Default)]
 pub struct Cpu {
     state: Mutex<CpuState>,
+    /// How deep the queue was, for the history (`None`: not recorded).
+    record: Option<QueueRecord>,
 }
 
 #[derive(Debug, Default)]
@@ -106,6 +131,14 @@ struct CpuState {
 }
 
 impl Cpu {
+    /// A CPU whose queue depth goes into `record`; what the record held queued from the
+    /// node's last life is dropped (a restarted node starts idle).
+    pub fn recorded(record: QueueRecord) -> Cpu {
+        let now = record.ns(Instant::now());
+        record.with(|depth| depth.clear(now));
+        Cpu { state: Mutex::default(), record: Some(record) }
+    }
+
     /// Waits for the CPU, then spends `cost` on it.
     pub async fn spend(&self, cost: Duration) {
         self.spend_then_wait(cost, Duration::ZERO).await;
@@ -126,6 +159,10 @@ impl Cpu {
             state.busy_until = Some(start + cost);
             state.queued += 1;
             state.deepest = state.deepest.max(state.queued);
+            if let Some(record) = &self.record {
+                let (now, done) = (record.ns(now), record.ns(start + cost));
+                record.with(|depth| depth.arrive(now, done));
+            }
             start + cost
         };
         // Counted out even if the waiting task is dropped (a killed node, a cancelled request).
@@ -195,8 +232,9 @@ pub struct ServerCosts {
 }
 
 impl ServerCosts {
-    pub fn new(times: ServerTimes) -> Arc<ServerCosts> {
-        Arc::new(ServerCosts { times, cpu: Cpu::default() })
+    /// A server's costs, its CPU's queue depth going into `record`.
+    pub fn new(times: ServerTimes, record: QueueRecord) -> Arc<ServerCosts> {
+        Arc::new(ServerCosts { times, cpu: Cpu::recorded(record) })
     }
 
     /// A client request of `class` takes its turn on the CPU, then waits its overhead (a

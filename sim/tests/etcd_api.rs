@@ -109,3 +109,34 @@ fn every_member_serves_a_client_that_knows_only_that_member() {
     let served = testbed::run(1, 3, vec![testbed::script(script)], Duration::from_secs(30));
     assert_eq!(served, vec![vec![(true, true, true, true); 3]]);
 }
+
+/// A proposal that waits etcd's request timeout (5 s plus twice the election timeout, 150 ms
+/// here) is answered "request timed out", as etcd's `processInternalRaftRequestOnce` answers:
+/// the leader cut from both followers cannot commit, and a client that gives the call 20 s hears
+/// at 5.3 s. (Before, the member held the call until the client gave up.)
+#[test]
+fn a_proposal_that_cannot_commit_is_answered_request_timed_out_after_etcds_request_timeout() {
+    use coordsim_sim::net;
+    use coordsim_sim::rpc::ClientRequest;
+    let script = |client: Client, _| async move {
+        let leader = testbed::server_node(1);
+        for follower in [2, 3] {
+            net::clog_link(leader, testbed::server_node(follower));
+            net::clog_link(testbed::server_node(follower), leader);
+        }
+        let start = std::time::Instant::now();
+        let reply = client
+            .endpoint()
+            .call(testbed::addr(1), ClientRequest::Write(put("/k", "v", 0)), Duration::from_secs(20))
+            .await
+            .unwrap();
+        (reply, start.elapsed())
+    };
+    let results = testbed::run(1, 3, vec![testbed::script(script)], Duration::from_secs(40));
+    let (reply, waited) = &results[0];
+    assert!(
+        matches!(reply, ClientReply::Unavailable { reason } if reason == "etcdserver: request timed out"),
+        "{reply:?}"
+    );
+    assert!((Duration::from_millis(5300)..Duration::from_millis(5320)).contains(waited), "{waited:?}");
+}

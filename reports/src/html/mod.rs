@@ -4,7 +4,7 @@
 //! The page shows, top to bottom: the verdicts; what went wrong (each violation with the exact
 //! entries and times); the timeline (zoom with the wheel or the buttons, drag to pan, hover for
 //! an entry's fields and the node's local time); the requests' latency over the run (`latency`);
-//! the narrative; a linearizability counterexample
+//! each node's work queue over the run (`queues`); the narrative; a linearizability counterexample
 //! if there is one; the scenario's teaching text. Without the script the timeline is the whole
 //! run at zoom 1, so the page prints as it is.
 //!
@@ -13,6 +13,7 @@
 mod assets;
 mod latency;
 pub mod layout;
+mod queues;
 pub mod svg;
 
 use std::collections::BTreeMap;
@@ -43,6 +44,7 @@ pub fn render(timeline: &Timeline) -> String {
     legend(&mut out, timeline, axis);
     out.push_str("</section>\n");
     latency::section(&mut out, &timeline.latency, timeline.end);
+    queues::section(&mut out, &timeline.queues, timeline.end);
     narrative(&mut out, timeline, axis);
     linearizability(&mut out, timeline);
     if !timeline.description.trim().is_empty() {

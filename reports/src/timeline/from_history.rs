@@ -97,6 +97,7 @@ pub fn build(input: &RunInput<'_>) -> Timeline {
         linearizability: input.linearizability.cloned(),
         description: input.description.to_string(),
         latency: coordsim_checker::metrics::samples(history),
+        queues: history.queues.clone(),
     };
     if let Some(summary) = input.summary {
         timeline.verdicts = verdicts(summary);

@@ -91,6 +91,8 @@ pub struct Timeline {
     pub description: String,
     /// Every request of a run, for the latency plot (empty for traces and counterexamples).
     pub latency: Vec<coordsim_checker::metrics::Sample>,
+    /// Each node's work queue over the run, for the queue plot (empty without a time model).
+    pub queues: Vec<coordsim_checker::history::QueueSeries>,
 }
 
 impl Timeline {

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod etcd_release;
 pub mod lessor;
 pub mod nemesis;
+pub mod queue_depth;
 pub mod recipe;
 pub mod redis;
 pub mod resource;

@@ -47,6 +47,10 @@ pub const LEASE_TTL_MIN_MS: u64 = 1000;
 /// the expiry bound tight in short scenarios).
 const EXPIRY_TICK: Duration = Duration::from_millis(50);
 
+/// etcd's request timeout without the election timeout's share (etcdserver/config.go
+/// `ReqTimeout`: "5s for queue waiting, computation and disk IO delay").
+const ETCD_REQUEST_TIMEOUT_BASE: Duration = Duration::from_secs(5);
+
 /// What a server needs to start (or restart).
 #[derive(Clone, Debug)]
 pub struct ServerSpec {
@@ -81,6 +85,9 @@ struct Server {
     applied_notify: Arc<Notify>,
     clock: Clock,
     recorder: Recorder,
+    /// The shortest election timeout (`cluster.election_timeout`): etcd's request timeout is
+    /// made of it.
+    election_timeout: Duration,
     /// When this server last accepted an AppendEntries (a heartbeat included) from a leader, by
     /// its monotonic clock: a ZooKeeper follower serves clients only while it hears its leader.
     leader_heard: Arc<Mutex<Option<LocalTime>>>,
@@ -91,7 +98,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     let addr = spec.members[&spec.id];
     let endpoint = Endpoint::bind(addr).await.expect("a server binds its own address");
 
-    let costs = spec.costs.clone().map(ServerCosts::new);
+    let costs = spec.costs.clone().map(|times| ServerCosts::new(times, recorder.queue_record(&spec.name)));
     let fsync = durable.lock().expect("durable state lock poisoned").fsync;
     // Without fsync the log reaches the disk now and then, off the path of any request.
     let disk = costs.as_ref().filter(|_| fsync).map(|costs| Disk::start(costs.times.fsync.clone()));
@@ -158,6 +165,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         applied_notify,
         clock: clock.clone(),
         recorder,
+        election_timeout: Duration::from_millis(spec.raft.election_timeout_min_ms),
         leader_heard: leader_heard.clone(),
     });
     register_raft_handlers(&endpoint, &raft, leader_heard, clock, costs.clone());
@@ -354,13 +362,31 @@ impl Server {
         }
     }
 
+    /// An etcd request's proposal ([`Server::propose`]), answered "request timed out" once it
+    /// has waited etcd's request timeout, as etcd answers one: `processInternalRaftRequestOnce`
+    /// (etcdserver/v3_server.go) waits at most `ReqTimeout()`, 5 s plus twice the election
+    /// timeout (etcdserver/config.go), on the member's own clock, and the proposal stays in the
+    /// log, so its outcome is unknown. ZooKeeper's servers have no such bound: a request waits
+    /// until it is answered or its session's connection goes.
+    async fn write(&self, command: Command) -> ClientReply {
+        let timeout = ETCD_REQUEST_TIMEOUT_BASE + 2 * self.election_timeout;
+        // The proposal is polled first: a reply ready at the deadline still counts.
+        let (propose, expire) = (std::pin::pin!(self.propose(command)), std::pin::pin!(self.clock.sleep(timeout)));
+        match futures::future::select(propose, expire).await {
+            futures::future::Either::Left((reply, _)) => reply,
+            futures::future::Either::Right(_) => {
+                ClientReply::Unavailable { reason: "etcdserver: request timed out".into() }
+            }
+        }
+    }
+
     /// A proposal made on this member: on the leader, through its log; on a follower, through
     /// the leader it knows (`forward`), answered once applied here. Where a proposal goes is
     /// decided when it arrives, as etcd's raft decides when it steps the proposal: a member
     /// that believes it leads appends it, and if it turns out deposed (a leader stalled on its
     /// disk), the proposal is lost with its uncommitted log, not forwarded later (its client
     /// has given up on it by then).
-    async fn write(&self, mut command: Command) -> ClientReply {
+    async fn propose(&self, mut command: Command) -> ClientReply {
         if let Command::LeaseGrant { ttl_ms, .. } = &mut command {
             *ttl_ms = (*ttl_ms).max(LEASE_TTL_MIN_MS);
         }

@@ -90,7 +90,7 @@ impl Server {
     async fn zk_create_session(&self, ttl_ms: u64) -> ClientReply {
         let command = Command::LeaseGrant { id: 0, ttl_ms };
         if self.raft.is_leader() {
-            return self.write(command).await;
+            return self.propose(command).await;
         }
         let response = match self.forward(command).await {
             Ok(applied) => applied.into_command(),
@@ -164,7 +164,7 @@ impl Server {
     async fn zk_write(&self, write: ZkWrite) -> ClientReply {
         let command = Command::Zk(write);
         let response = if self.raft.is_leader() {
-            match self.write(command).await {
+            match self.propose(command).await {
                 ClientReply::Write(response) => response,
                 other => return other,
             }
