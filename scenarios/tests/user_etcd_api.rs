@@ -326,3 +326,38 @@ fn status_names_the_leader_and_member_list_every_server() {
     });
     assert_eq!(log, ["s1,s2,s3", "leader known true", "applied true", "done"]);
 }
+
+/// A client reaches only the endpoints it is given, as etcd-client does: given s2 alone, its put
+/// fails while s2 is paused (before, the simulated client went round the pause through s1, which
+/// a real client given one endpoint cannot), and succeeds through s2 (a follower, which forwards
+/// it to the leader) once s2 is back.
+#[test]
+fn a_client_reaches_only_the_endpoints_it_names() {
+    let log: Log = Arc::default();
+    let shared = log.clone();
+    let testbed = Testbed::new("one-endpoint")
+        .duration(Duration::from_secs(12))
+        .fault(coordsim::testbed::Fault::pause("s2").at(Duration::from_secs(3)).lasting(Duration::from_secs(4)))
+        .client(move |ctx| {
+            let log = shared.clone();
+            async move {
+                let options = etcd::ConnectOptions::new().with_timeout(Duration::from_secs(1));
+                let mut client = etcd::Client::connect(["s2:2379"], Some(options)).await.expect("connects");
+                ctx.sleep(Duration::from_secs(4)).await;
+                match client.put("k", "during", None).await {
+                    Err(Error::GRpcStatus(status)) if status.code() == Code::DeadlineExceeded => {
+                        note(&log, "no answer while s2 is paused")
+                    }
+                    other => note(&log, format!("{other:?}")),
+                }
+                ctx.sleep(Duration::from_secs(4)).await;
+                match client.put("k", "after", None).await {
+                    Ok(_) => note(&log, "put through s2"),
+                    Err(error) => note(&log, format!("{error:?}")),
+                }
+            }
+        });
+    let run = testbed.try_run_seed(1).expect("the run completes");
+    assert_eq!(*log.lock().unwrap(), ["no answer while s2 is paused", "put through s2"]);
+    assert_eq!(run.verdict("linearizable"), Some(Verdict::Pass), "{:?}", run.failure());
+}

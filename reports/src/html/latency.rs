@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 
 use coordsim_checker::metrics::{Outcome, Sample, Spread};
 
-use crate::timeline::{color_for, fmt_duration, fmt_latency_us};
+use super::plot::{self, BOTTOM, LEFT, RIGHT, TOP, WIDTH};
+use crate::timeline::{color_for, fmt_latency_us};
 
 /// The usual request kinds in colours far apart (lock and unlock next to each other must not
 /// look alike); any other kind gets a hue from its name.
@@ -35,12 +36,7 @@ fn kind_color(kind: &str) -> String {
 }
 use crate::xml::escape;
 
-const WIDTH: u64 = 960;
 const HEIGHT: u64 = 180;
-const LEFT: u64 = 60;
-const RIGHT: u64 = 10;
-const TOP: u64 = 8;
-const BOTTOM: u64 = 22;
 
 /// The plot's section, or nothing for a run without requests.
 pub fn section(out: &mut String, samples: &[Sample], end_ns: u64) {
@@ -54,9 +50,8 @@ pub fn section(out: &mut String, samples: &[Sample], end_ns: u64) {
     let highest = latencies.max().unwrap_or(1).max(1);
     let low_decade = (lowest as f64).log10().floor() as i32;
     let high_decade = ((highest as f64).log10().ceil() as i32).max(low_decade + 2);
-    let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
-    let x = |ns: u64| LEFT + ((ns.min(end_ns) as u128 * plot_w as u128) / end_ns as u128) as u64;
+    let x = |ns: u64| plot::x(ns, end_ns);
     let y = |ns: u64| {
         let share = ((ns.max(1) as f64).log10() - f64::from(low_decade)) / f64::from(high_decade - low_decade);
         TOP as f64 + (1.0 - share.clamp(0.0, 1.0)) * plot_h as f64
@@ -100,16 +95,7 @@ pub fn section(out: &mut String, samples: &[Sample], end_ns: u64) {
             latency_label(10u64.pow(decade as u32))
         );
     }
-    for tick in 0..=4 {
-        let ns = end_ns / 4 * tick;
-        let at = x(ns);
-        let _ = writeln!(
-            out,
-            "<text class=\"tk\" x=\"{at}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            HEIGHT - 6,
-            fmt_duration(ns)
-        );
-    }
+    plot::time_axis(out, end_ns, HEIGHT);
     for (kind, (columns, _, _)) in &kinds {
         let color = kind_color(kind);
         let _ =

@@ -13,6 +13,7 @@
 mod assets;
 mod latency;
 pub mod layout;
+mod plot;
 mod queues;
 pub mod svg;
 

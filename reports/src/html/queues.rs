@@ -7,15 +7,11 @@ use std::fmt::Write as _;
 
 use coordsim_checker::history::QueueSeries;
 
+use super::plot::{self, BOTTOM, LEFT, RIGHT, TOP, WIDTH};
 use crate::timeline::{color_for, fmt_duration};
 use crate::xml::escape;
 
-const WIDTH: u64 = 960;
 const HEIGHT: u64 = 120;
-const LEFT: u64 = 60;
-const RIGHT: u64 = 10;
-const TOP: u64 = 8;
-const BOTTOM: u64 = 22;
 
 /// The plot's section, or nothing when no node queued anything.
 pub fn section(out: &mut String, queues: &[QueueSeries], end_ns: u64) {
@@ -23,12 +19,8 @@ pub fn section(out: &mut String, queues: &[QueueSeries], end_ns: u64) {
     if deepest == 0 || end_ns == 0 {
         return;
     }
-    let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
-    let x = |ms: u64| {
-        let ns = ms.saturating_mul(1_000_000).min(end_ns);
-        LEFT + ((ns as u128 * plot_w as u128) / end_ns as u128) as u64
-    };
+    let x = |ms: u64| plot::x(ms.saturating_mul(1_000_000), end_ns);
     let y = |depth: u64| TOP as f64 + (1.0 - depth as f64 / deepest as f64) * plot_h as f64;
 
     out.push_str("<section id=\"queues\">\n<h2>Queues</h2>\n");
@@ -46,16 +38,7 @@ pub fn section(out: &mut String, queues: &[QueueSeries], end_ns: u64) {
             at + 3.0,
         );
     }
-    for tick in 0..=4 {
-        let ns = end_ns / 4 * tick;
-        let at = LEFT + ((ns as u128 * plot_w as u128) / end_ns as u128) as u64;
-        let _ = writeln!(
-            out,
-            "<text class=\"tk\" x=\"{at}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            HEIGHT - 6,
-            fmt_duration(ns)
-        );
-    }
+    plot::time_axis(out, end_ns, HEIGHT);
     for series in queues.iter().filter(|q| !q.deepest.is_empty()) {
         // A step line: each window flat at its deepest, dropping to 0 across idle windows.
         let mut points = Vec::new();

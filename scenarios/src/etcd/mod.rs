@@ -15,9 +15,10 @@
 //! - compares over ranges, `with_ignore_value`, min/max mod_revision filters and a Lock without a
 //!   lease are not simulated (`InvalidArgs`); auth, maintenance beyond `status` and membership
 //!   changes are absent;
-//! - a client reaches every server of the cluster whatever endpoints it names (a real member
-//!   forwards to the leader for it); the response header carries the revision, not the member or
-//!   term.
+//! - a client reaches only the endpoints it names, as etcd-client does (every member serves it:
+//!   a follower forwards to the leader), but it stays on the first that answers and moves to the
+//!   next when it fails, where etcd-client balances its requests over all of them (tonic's
+//!   balanced channel); the response header carries the revision, not the member or term.
 //!
 //! Time: every deadline here is on the client node's local clock (`[[clock]]` and clock faults
 //! move it), as a real client's timers run on its machine's clock.
@@ -239,11 +240,12 @@ impl Client {
         if endpoints.is_empty() {
             return Err(Error::InvalidArgs("no endpoints given".into()));
         }
+        let mut ids = Vec::new();
         for endpoint in endpoints {
-            server_of(&env, endpoint.as_ref())?;
+            ids.push(server_of(&env, endpoint.as_ref())?);
         }
         let local = SocketAddr::new(env.addr.ip(), 0);
-        let client = sim_client::Client::connect(local, env.servers.clone(), env.clock.clone())
+        let client = sim_client::Client::connect(local, named_servers(&env, &ids), env.clock.clone())
             .await
             .map_err(|e| Error::Internal(format!("the client node could not bind an address: {e}")))?;
         let timeout = options.and_then(|o| o.timeout);
@@ -414,6 +416,21 @@ fn server_of(env: &ClientEnv, endpoint: &str) -> Result<u64> {
             env.servers.len()
         ))
     })
+}
+
+/// The servers `ids` name, in their order, each once: the members a client is given. A real
+/// client reaches only the endpoints it names (each member forwards to the leader for it), so a
+/// member it was not given is never a way round a fault.
+pub(crate) fn named_servers(env: &ClientEnv, ids: &[u64]) -> Vec<(u64, SocketAddr)> {
+    let mut named: Vec<(u64, SocketAddr)> = Vec::new();
+    for id in ids {
+        if !named.iter().any(|(seen, _)| seen == id)
+            && let Some(server) = env.servers.iter().find(|(server, _)| server == id)
+        {
+            named.push(*server);
+        }
+    }
+    named
 }
 
 /// The server `host:port` names (`s2:2379`, `10.0.0.2:2181`; the port is not checked), for the

@@ -3,8 +3,9 @@
 //! this module by switching one `use` (`use coordsim::zookeeper as zookeeper_client;` under
 //! `cfg(madsim)`), and runs inside a [`crate::testbed::Testbed`] client.
 //!
-//! A client is connected to one server at a time (picked at random, as ZooKeeper shuffles its
-//! connect string); reads are served from that server's state, possibly stale, unless `sync`
+//! A client is connected to one server at a time, of those its connect string names (picked at
+//! random, as ZooKeeper shuffles its connect string; a server it does not name is never
+//! reached); reads are served from that server's state, possibly stale, unless `sync`
 //! comes first; writes go through the leader. A write whose reply is lost fails with
 //! `ConnectionLoss`: it may have been applied. The session's pings, timers and [`SessionState`]
 //! follow zookeeper-client 0.11's (see `session.rs`): a request made while disconnected waits for
@@ -486,9 +487,10 @@ impl Connector {
         let env = crate::etcd::current_node().ok_or_else(|| {
             Error::UnexpectedError("connect is called outside a Testbed client node (coordsim::testbed)".into())
         })?;
-        check_cluster(&env, cluster)?;
+        let ids = check_cluster(&env, cluster)?;
         let local = std::net::SocketAddr::new(env.addr.ip(), 0);
-        let client = coordsim_sim::client::Client::connect(local, env.servers.clone(), env.clock.clone())
+        let servers = crate::etcd::named_servers(&env, &ids);
+        let client = coordsim_sim::client::Client::connect(local, servers, env.clock.clone())
             .await
             .map_err(|e| Error::UnexpectedError(format!("the client node could not bind an address: {e}")))?;
         let ttl_ms = self.session_timeout.as_millis() as u64;
@@ -515,7 +517,8 @@ impl Connector {
     }
 }
 
-fn check_cluster(env: &ClientEnv, cluster: &str) -> Result<()> {
+/// The servers the connect string names, in its order (a session connects to these alone).
+fn check_cluster(env: &ClientEnv, cluster: &str) -> Result<Vec<u64>> {
     if cluster.contains('/') {
         return Err(Error::BadArguments("chroot paths are not simulated".into()));
     }
@@ -523,15 +526,17 @@ fn check_cluster(env: &ClientEnv, cluster: &str) -> Result<()> {
     if entries.is_empty() {
         return Err(Error::BadArguments("no servers in the connect string".into()));
     }
+    let mut ids = Vec::new();
     for entry in entries {
-        if crate::etcd::server_named(env, entry).is_none() {
+        let Some(id) = crate::etcd::server_named(env, entry) else {
             return Err(Error::BadArguments(format!(
                 "{entry:?} names no server of this ensemble (s1..s{})",
                 env.servers.len()
             )));
-        }
+        };
+        ids.push(id);
     }
-    Ok(())
+    Ok(ids)
 }
 
 /// zookeeper-client's `Client`: one session. Cloning shares it.
