@@ -191,6 +191,10 @@ impl Request for ClientRequest {
     const ID: u64 = 0x636c_6965_6e74;
 }
 
+/// etcd's answer to a proposal not applied within its request timeout (ErrTimeout,
+/// etcdserver/errors.go), sent as `ClientReply::Unavailable`'s reason.
+pub const REQUEST_TIMED_OUT: &str = "etcdserver: request timed out";
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ClientReply {
     Write(CommandResponse),

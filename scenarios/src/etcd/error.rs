@@ -105,7 +105,7 @@ pub const COMPACTED: &str = "etcdserver: mvcc: required revision has been compac
 /// etcd's message for a read above the current revision.
 pub const FUTURE_REV: &str = "etcdserver: mvcc: required revision is a future revision";
 /// etcd's message for a request that got no answer in time.
-pub const REQUEST_TIMED_OUT: &str = "etcdserver: request timed out";
+pub const REQUEST_TIMED_OUT: &str = coordsim_sim::rpc::REQUEST_TIMED_OUT;
 /// etcd's Election service: the leadership named is over.
 pub const NOT_LEADER: &str = "election: not leader";
 /// etcd's Election service: nobody leads.
@@ -130,8 +130,28 @@ pub(crate) fn from_store(error: &StoreError) -> Error {
 }
 
 /// No server answered within the call's budget: for a write, the outcome is unknown. etcd
-/// answers a proposal it could not commit in time with "request timed out" (Unavailable); a
-/// client whose own deadline passes first sees DeadlineExceeded. Both leave the outcome open.
+/// answers a proposal it could not commit in time with "request timed out" (Unavailable, as the
+/// simulated member does after etcd's request timeout); a client whose own deadline passes first
+/// sees DeadlineExceeded. Both leave the outcome open.
 pub(crate) fn from_unavailable(error: &Unavailable) -> Error {
+    if error.last == REQUEST_TIMED_OUT {
+        return status(Code::Unavailable, REQUEST_TIMED_OUT);
+    }
     status(Code::DeadlineExceeded, format!("{REQUEST_TIMED_OUT} ({error})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_members_request_timeout_is_unavailable_and_the_clients_own_deadline_is_deadline_exceeded() {
+        let answered = Unavailable { budget_ms: 30_000, attempts: 1, last: REQUEST_TIMED_OUT.into() };
+        let Error::GRpcStatus(status) = from_unavailable(&answered) else { panic!() };
+        assert_eq!((status.code(), status.message()), (Code::Unavailable, REQUEST_TIMED_OUT));
+        let silent = Unavailable { budget_ms: 1_000, attempts: 1, last: "no reply within 500 ms".into() };
+        let Error::GRpcStatus(status) = from_unavailable(&silent) else { panic!() };
+        assert_eq!(status.code(), Code::DeadlineExceeded);
+        assert!(status.message().starts_with(REQUEST_TIMED_OUT), "{}", status.message());
+    }
 }

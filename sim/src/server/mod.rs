@@ -375,7 +375,7 @@ impl Server {
         match futures::future::select(propose, expire).await {
             futures::future::Either::Left((reply, _)) => reply,
             futures::future::Either::Right(_) => {
-                ClientReply::Unavailable { reason: "etcdserver: request timed out".into() }
+                ClientReply::Unavailable { reason: crate::rpc::REQUEST_TIMED_OUT.into() }
             }
         }
     }
