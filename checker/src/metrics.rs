@@ -98,10 +98,11 @@ pub struct Headline {
     pub keepalive_p99_us: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_p50_us: Option<u64>,
-    /// The most pieces of work queued at once on any server's CPU (a count, not µs): how far
-    /// the run overloaded the cluster. Absent without a time model.
+    /// How deep the busiest server's work queue usually was: the highest [`Queue::p99`] of the
+    /// servers (pieces of work, not µs; over the run's 100 ms windows, so a start-up burst does
+    /// not hide a herd). Absent without a time model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deepest_queue: Option<u64>,
+    pub queue_p99: Option<u64>,
 }
 
 impl Headline {
@@ -114,7 +115,7 @@ impl Headline {
             lock_p99_us: of(|h| h.lock_p99_us),
             keepalive_p99_us: of(|h| h.keepalive_p99_us),
             recovery_p50_us: of(|h| h.recovery_p50_us),
-            deepest_queue: of(|h| h.deepest_queue),
+            queue_p99: of(|h| h.queue_p99),
         }
     }
 }
@@ -142,7 +143,7 @@ impl Metrics {
             lock_p99_us: ok_p99("lock"),
             keepalive_p99_us: ok_p99("lease_keep_alive"),
             recovery_p50_us: self.recovery.as_ref().map(|r| r.p50_us),
-            deepest_queue: self.queues.values().filter(|q| q.role == NodeRole::Server).map(|q| q.deepest).max(),
+            queue_p99: self.queues.values().filter(|q| q.role == NodeRole::Server).map(|q| q.p99).max(),
         }
     }
 }
@@ -559,7 +560,7 @@ mod tests {
         assert_eq!((s1.deepest, s1.deepest_at_ms), (250, 100), "the first window of the deepest");
         assert_eq!((s1.p50, s1.p99, s1.busy_windows, s1.windows), (0, 250, 4, 10));
         assert!(!metrics.queues.contains_key("s2"), "a node that never queued has no figures");
-        assert_eq!(metrics.headline().deepest_queue, Some(250), "the servers' deepest, not the resource's");
+        assert_eq!(metrics.headline().queue_p99, Some(250), "the servers' p99, not the resource's");
         let mut out_of_order = history.clone();
         out_of_order.queues[0].deepest.swap(0, 1);
         assert!(out_of_order.validate().unwrap_err().to_string().contains("queues[0].deepest[1]"));

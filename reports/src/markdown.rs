@@ -82,7 +82,7 @@ fn properties_cell(scenario: &ScenarioSweep) -> String {
     cells.join("<br>")
 }
 
-/// `handoff 5.1 ms<br>drain 5.5 s<br>lock p99 2.9 s<br>deepest queue 12<br>(etcd-3.4-loopback)`
+/// `handoff 5.1 ms<br>drain 5.5 s<br>lock p99 2.9 s<br>queue p99 12<br>(etcd-3.4-loopback)`
 fn times_cell(scenario: &ScenarioSweep) -> String {
     let Some(times) = &scenario.times else {
         return String::new();
@@ -97,7 +97,7 @@ fn times_cell(scenario: &ScenarioSweep) -> String {
     ]
     .into_iter()
     .filter_map(|(name, us)| Some(format!("{name} {}", crate::timeline::fmt_latency_us(us?))))
-    .chain(median.deepest_queue.map(|deepest| format!("deepest queue {deepest}")))
+    .chain(median.queue_p99.map(|depth| format!("queue p99 {depth}")))
     .collect();
     parts.push(format!("({})", times.time_model.as_deref().unwrap_or("no time model")));
     parts.join("<br>")

@@ -52,8 +52,8 @@ pub struct Row {
     pub wakeups_per_release_x100: Option<u64>,
     pub grants: Option<u64>,
     pub recovery_us: Option<u64>,
-    /// The deepest any server's work queue was (pieces of work at once).
-    pub deepest_queue: Option<u64>,
+    /// How deep the busiest server's work queue usually was ([`Headline::queue_p99`]).
+    pub queue_p99: Option<u64>,
     /// Seeds whose verdicts were not the scenario's expectations for this recipe (a comparison
     /// shows them; it does not judge them).
     pub violations: Vec<String>,
@@ -163,7 +163,7 @@ pub fn rows(request: &Request) -> Result<Vec<Row>, InputError> {
             }),
             grants: median(&metrics, |m| m.busiest_lock().map(|l| l.grants)),
             recovery_us: headline.recovery_p50_us,
-            deepest_queue: headline.deepest_queue,
+            queue_p99: headline.queue_p99,
             violations,
         });
     }
@@ -182,7 +182,7 @@ fn ms(us: Option<u64>) -> String {
 /// The table, as Markdown.
 pub fn table(rows: &[Row], seeds: (u64, u64)) -> String {
     let mut text = format!(
-        "| recipe | profile | handoff | drain | lock p99 | keepalive p99 | wakeups per release | grants | recovery | deepest queue |\n\
+        "| recipe | profile | handoff | drain | lock p99 | keepalive p99 | wakeups per release | grants | recovery | queue p99 |\n\
          |---|---|---|---|---|---|---|---|---|---|\n"
     );
     for row in rows {
@@ -197,14 +197,14 @@ pub fn table(rows: &[Row], seeds: (u64, u64)) -> String {
             row.wakeups_per_release_x100.map_or("-".into(), |w| format!("{:.2}", w as f64 / 100.0)),
             row.grants.map_or("-".into(), |g| g.to_string()),
             ms(row.recovery_us),
-            row.deepest_queue.map_or("-".into(), |d| d.to_string()),
+            row.queue_p99.map_or("-".into(), |d| d.to_string()),
         ));
     }
     text.push_str(&format!(
         "\nMedians over seeds {}..{} of each seed's figure: handoff (median release to next grant), drain (first \
          grant to last), lock p99 (a request's wait, queueing included), keepalive p99, wakeups per release, \
-         grants, recovery (median wait for a grant after a fault ends), deepest queue (the most pieces of work \
-         queued at once on a server's CPU). Wakeups are the clients' records: 0 where \
+         grants, recovery (median wait for a grant after a fault ends), queue p99 (pieces of work waiting for or \
+         on the busiest server's CPU, p99 over the run's 100 ms windows of each window's most). Wakeups are the clients' records: 0 where \
          the server waits for the client (etcd's Lock API).\n",
         seeds.0, seeds.1
     ));
