@@ -31,10 +31,7 @@ impl Spread {
             return None;
         }
         sample_ns.sort_unstable();
-        let at = |share: f64| {
-            let rank = ((share * sample_ns.len() as f64).ceil() as usize).clamp(1, sample_ns.len());
-            sample_ns[rank - 1] / 1000
-        };
+        let at = |share: f64| nearest_rank(&sample_ns, share) / 1000;
         Some(Spread {
             count: sample_ns.len() as u64,
             p50_us: at(0.50),
@@ -43,6 +40,12 @@ impl Spread {
             max_us: sample_ns[sample_ns.len() - 1] / 1000,
         })
     }
+}
+
+/// The smallest value of `sorted` (ascending, not empty) with at least `share` of it at or below.
+fn nearest_rank(sorted: &[u64], share: f64) -> u64 {
+    let rank = ((share * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
 }
 
 /// One kind of request (`lock`, `put`, `lease_keep_alive`, `etcd.txn`, ...).
@@ -195,21 +198,18 @@ impl Queue {
         let [at, deepest] = *series.deepest.iter().max_by_key(|[start, depth]| (*depth, std::cmp::Reverse(*start)))?;
         let window_ns = series.window_ms.saturating_mul(1_000_000);
         let windows = duration_ns.div_ceil(window_ns).max(series.deepest.len() as u64);
-        let mut depths: Vec<u64> = series.deepest.iter().map(|[_, depth]| *depth).collect();
+        let busy_windows = series.deepest.len() as u64;
+        // Every window of the run: the idle ones at 0, then the busy ones' depths.
+        let mut depths = vec![0; (windows - busy_windows) as usize];
+        depths.extend(series.deepest.iter().map(|[_, depth]| *depth));
         depths.sort_unstable();
-        let idle = windows - depths.len() as u64;
-        // Nearest rank over the idle windows (all 0) and the busy ones (sorted).
-        let at_share = |share: f64| {
-            let rank = ((share * windows as f64).ceil() as u64).clamp(1, windows);
-            if rank <= idle { 0 } else { depths[(rank - idle - 1) as usize] }
-        };
         Some(Queue {
             role,
             deepest,
             deepest_at_ms: at,
-            p50: at_share(0.50),
-            p99: at_share(0.99),
-            busy_windows: depths.len() as u64,
+            p50: nearest_rank(&depths, 0.50),
+            p99: nearest_rank(&depths, 0.99),
+            busy_windows,
             windows,
         })
     }

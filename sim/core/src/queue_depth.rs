@@ -14,10 +14,9 @@
 
 use std::collections::VecDeque;
 
-/// The record's window: 100 ms of true time, the width of the metrics' peak request rate
-/// (`coordsim_checker::metrics::PEAK_WINDOW_NS`), so a burst of requests and the queue it
-/// makes line up window for window.
-pub const WINDOW_NS: u64 = 100_000_000;
+/// The record's window: the metrics' peak-rate window (100 ms of true time), so a burst of
+/// requests and the queue it makes line up window for window.
+pub const WINDOW_NS: u64 = coordsim_checker::metrics::PEAK_WINDOW_NS;
 
 /// One node's queue depth, window by window.
 #[derive(Clone, Debug)]
