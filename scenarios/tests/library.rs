@@ -68,9 +68,10 @@ fn every_bug_switch_has_a_swarm_scenario_written_as_the_fixed_system() {
 #[test]
 fn sweep_detects_each_planted_bug_and_switch_off_runs_stay_clean() {
     let dir = scratch("detect");
-    // Seed 2 is among the detecting seeds of each of these switches in the 200-seed sweep
-    // (docs/detection.md; on the calibrated profiles seed 1 misses ignore_keepalive_failure).
-    let (out, result) = sweep(&dir, &["--bugs", "all", "--seeds", "2..2"]);
+    // Seed 1 is among the detecting seeds of each of these switches in the 200-seed sweep
+    // (docs/data/detection: since the servers keep Raft's timers, seed 2 misses
+    // ignore_keepalive_failure).
+    let (out, result) = sweep(&dir, &["--bugs", "all", "--seeds", "1..1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(result.clean);
     assert_eq!(result.switches.len(), switches::all().len());
@@ -86,7 +87,7 @@ fn sweep_detects_each_planted_bug_and_switch_off_runs_stay_clean() {
     for (switch, property) in expected_catcher {
         let record = result.switches.iter().find(|s| s.switch == switch).unwrap_or_else(|| panic!("{switch}"));
         assert_eq!(record.off.violations, 0, "{switch} off: {:?}", record.off.failures);
-        assert_eq!(record.on.detected, 1, "{switch} on: detected on seed 2");
+        assert_eq!(record.on.detected, 1, "{switch} on: detected on seed 1");
         assert!(record.on.caught_by.iter().any(|c| c.property == property), "{switch}: {:?}", record.on.caught_by);
         let replay = &record.on.detections[0].replay;
         assert!(replay.contains(&format!("--bugs {switch} --seed")), "{replay}");
@@ -317,12 +318,14 @@ fn explain_prints_the_teaching_text_and_each_property_with_its_expectation() {
 #[test]
 fn shrinking_the_split_brain_seed_leaves_one_pause_and_two_clients_and_still_fails() {
     let dir = scratch("shrink");
-    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "53", "--out", dir.to_str().unwrap()]);
+    // Seed 43 (a pause of c1 at 6.5 s remains); seeds 53, 70 and 82 keep two pauses or three
+    // clients (docs/bench/detection-and-shrinking.md).
+    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "43", "--out", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     let path = dir.join("minimal.toml");
     let minimal = coordsim::load::parse("minimal.toml", &std::fs::read_to_string(&path).unwrap()).unwrap();
     let original = coordsim::load::resolve("split-brain-chaos").unwrap().scenario;
-    assert!(coordsim_sim::nemesis::plan::plan(&original, 53).len() > 5, "the drawn plan had many faults");
+    assert!(coordsim_sim::nemesis::plan::plan(&original, 43).len() > 5, "the drawn plan had many faults");
     assert_eq!(minimal.nemesis.len(), 1, "{:?}", minimal.nemesis);
     assert_eq!(minimal.nemesis[0].kind, coordsim_sim::scenario::FaultKindSpec::Pause);
     assert_eq!(minimal.clients.count, 2);
@@ -333,9 +336,9 @@ fn shrinking_the_split_brain_seed_leaves_one_pause_and_two_clients_and_still_fai
     }
     // The written file, run as a user would, fails mutual exclusion again (and expects to).
     let rerun = dir.join("rerun");
-    let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "53", "--out", rerun.to_str().unwrap()]);
+    let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "43", "--out", rerun.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
-    let summary = std::fs::read_to_string(rerun.join("split-brain-chaos-seed-53-min/seed-53/summary.json")).unwrap();
+    let summary = std::fs::read_to_string(rerun.join("split-brain-chaos-seed-43-min/seed-43/summary.json")).unwrap();
     let summary = coordsim_reports::RunSummary::from_json(&summary).unwrap();
     assert_eq!(summary.verdict("mutual_exclusion"), Some(coordsim_checker::verdict::Verdict::Fail));
 }

@@ -4,6 +4,7 @@
 mod election;
 mod forward;
 pub mod redis;
+mod timers;
 mod zk;
 
 use std::collections::BTreeMap;
@@ -17,7 +18,7 @@ use openraft::{BasicNode, ReadPolicy, ServerState};
 use openraft_rt::WatchReceiver;
 use tokio::sync::Notify;
 
-use crate::clock::{Clock, LocalTime};
+use crate::clock::Clock;
 use crate::lessor::{LeaseInfo, LeasePolicy, Lessor, RenewError};
 use crate::raft::{
     AppendRpc, AppendStreams, Applied, ApplyResult, Durable, LogStore, Network, OnAppend, PreVoteRpc, Raft,
@@ -32,6 +33,7 @@ use crate::store::{
     Command, CommandResponse, DeleteRangeRequest, EventKind, KeyRange, LeaseId, Revision, RevokeReason,
 };
 use crate::timing::{Disk, ServerCosts, ServerTimes};
+use timers::Heard;
 
 /// The port every server listens on.
 pub const SERVER_PORT: u16 = 2379;
@@ -88,9 +90,10 @@ struct Server {
     /// The shortest election timeout (`cluster.election_timeout`): etcd's request timeout is
     /// made of it.
     election_timeout: Duration,
-    /// When this server last accepted an AppendEntries (a heartbeat included) from a leader, by
-    /// its monotonic clock: a ZooKeeper follower serves clients only while it hears its leader.
-    leader_heard: Arc<Mutex<Option<LocalTime>>>,
+    /// When this server last accepted an AppendEntries (a heartbeat included) from a leader, or
+    /// granted a vote, by its monotonic clock: a ZooKeeper follower serves clients only while it
+    /// hears its leader, and the election timer counts from either.
+    heard: Heard,
 }
 
 /// Runs a server until the simulation ends (or the node is killed).
@@ -134,6 +137,8 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         election_timeout_min: spec.raft.election_timeout_min_ms,
         election_timeout_max: spec.raft.election_timeout_max_ms,
         enable_pre_vote: Some(true),
+        // The server keeps Raft's heartbeat and election timers itself (timers.rs).
+        enable_tick: false,
         ..Default::default()
     };
     let config = Arc::new(config.validate().expect("raft timing is validated with the scenario"));
@@ -152,7 +157,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
     .await
     .expect("raft starts on a fresh or recovered log");
 
-    let leader_heard = Arc::new(Mutex::new(None));
+    let heard = Heard::default();
     let server = Arc::new(Server {
         id: spec.id,
         name: spec.name.clone(),
@@ -166,9 +171,10 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         clock: clock.clone(),
         recorder,
         election_timeout: Duration::from_millis(spec.raft.election_timeout_min_ms),
-        leader_heard: leader_heard.clone(),
+        heard: heard.clone(),
     });
-    register_raft_handlers(&endpoint, &raft, leader_heard, clock, costs.clone());
+    register_raft_handlers(&endpoint, &raft, heard.clone(), clock.clone(), costs.clone());
+    madsim::task::spawn(timers::drive(raft.clone(), clock, heard, spec.raft.clone()));
     server.serve_forwarded();
     {
         let handler = server.clone();
@@ -212,18 +218,18 @@ async fn sync_periodically(durable: Arc<Mutex<Durable>>, clock: Clock) {
 fn register_raft_handlers(
     endpoint: &Endpoint,
     raft: &Raft,
-    leader_heard: Arc<Mutex<Option<LocalTime>>>,
+    heard: Heard,
     clock: Clock,
     costs: Option<Arc<ServerCosts>>,
 ) {
     // Pipelined appends (raft::stream), only where the time model asks for them: without,
     // a run spawns exactly the tasks it did before they existed.
     if costs.as_ref().is_some_and(|costs| costs.times.max_inflight_appends > 1) {
-        let (heard, clock) = (leader_heard.clone(), clock.clone());
+        let (heard, clock) = (heard.clone(), clock.clone());
         // Any answer but "your vote is stale" means a current leader reached us.
         let on_answer: OnAppend = Arc::new(move |result| {
             if !is_higher_vote(result) {
-                *lock(&heard) = Some(clock.now());
+                heard.leader(clock.now());
             }
         });
         let streams = AppendStreams::new(raft.clone(), costs.clone(), on_answer);
@@ -239,25 +245,33 @@ fn register_raft_handlers(
         }
     };
     let (r, turn) = (raft.clone(), work.clone());
+    let (appended, append_clock) = (heard.clone(), clock.clone());
     endpoint.add_rpc_handler(move |AppendRpc(rpc)| {
         let (raft, turn) = (r.clone(), turn());
-        let (heard, clock) = (leader_heard.clone(), clock.clone());
+        let (heard, clock) = (appended.clone(), append_clock.clone());
         async move {
             turn.await;
             let response = raft.append_entries(rpc).await.map_err(|e| e.to_string());
             // Any answer but "your vote is stale" means a current leader reached us.
             if matches!(&response, Ok(r) if !matches!(r, openraft::raft::AppendEntriesResponse::HigherVote(_))) {
-                *lock(&heard) = Some(clock.now());
+                heard.leader(clock.now());
             }
             response
         }
     });
     let (r, turn) = (raft.clone(), work.clone());
+    let (voted, vote_clock) = (heard.clone(), clock.clone());
     endpoint.add_rpc_handler(move |VoteRpc(rpc)| {
         let (raft, turn) = (r.clone(), turn());
+        let (heard, clock) = (voted.clone(), vote_clock.clone());
         async move {
             turn.await;
-            raft.vote(rpc).await.map_err(|e| e.to_string())
+            let response = raft.vote(rpc).await.map_err(|e| e.to_string());
+            // Granting a vote restarts the election timer, as etcd's raft does.
+            if matches!(&response, Ok(r) if r.vote_granted) {
+                heard.vote_granted(clock.now());
+            }
+            response
         }
     });
     let (r, turn) = (raft.clone(), work.clone());
@@ -271,10 +285,16 @@ fn register_raft_handlers(
     let r = raft.clone();
     endpoint.add_rpc_handler(move |SnapshotRpc { vote, meta, data }| {
         let (raft, turn) = (r.clone(), work());
+        let (heard, clock) = (heard.clone(), clock.clone());
         async move {
             turn.await;
             let snapshot = openraft::Snapshot { meta, snapshot: data };
-            raft.install_full_snapshot(vote, snapshot).await.map_err(|e| e.to_string())
+            let response = raft.install_full_snapshot(vote, snapshot).await.map_err(|e| e.to_string());
+            // Answered with the leader's own vote: the snapshot came from a current leader.
+            if matches!(&response, Ok(r) if r.vote == vote) {
+                heard.leader(clock.now());
+            }
+            response
         }
     });
 }

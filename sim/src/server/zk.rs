@@ -79,7 +79,7 @@ impl Server {
                 None => Err(format!("leader {} not yet acknowledged by a quorum", self.name)),
             };
         }
-        match *lock(&self.leader_heard) {
+        match self.heard.leader_at() {
             Some(at) if within(at) => Ok(()),
             Some(at) => Err(format!("{} has not heard a leader for {} ms", self.name, at.ms_until(now))),
             None => Err(format!("{} has not heard a leader yet", self.name)),
