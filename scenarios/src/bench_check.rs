@@ -16,8 +16,10 @@ use coordsim_checker::generate::{RegisterSpec, register_log};
 use crate::check::{self, Request};
 use crate::load::InputError;
 
-/// (operations, clients, about one in N ends `:info`, 0 for none).
-pub const GRID: [(usize, usize, u64); 7] = [
+/// (operations, clients, about one in N ends `:info`, 0 for none). The `:info` rows are
+/// operations that crashed (timed out), spread through the history and open to its end, at
+/// Jepsen's concurrency (issue 39): 1 % and 10 % at 5, 20 and 50 clients.
+pub const GRID: [(usize, usize, u64); 14] = [
     (1_000_000, 5, 0),
     (100_000, 5, 0),
     (100_000, 10, 0),
@@ -25,6 +27,13 @@ pub const GRID: [(usize, usize, u64); 7] = [
     (20_000, 10, 100),
     (10_000, 20, 0),
     (3_000, 50, 0),
+    (100_000, 5, 100),
+    (100_000, 5, 10),
+    (100_000, 20, 100),
+    (100_000, 20, 10),
+    (1_000_000, 20, 100),
+    (3_000, 50, 100),
+    (3_000, 50, 10),
 ];
 
 const DEFAULT_CORPUS: &str = "checker/tests/data";

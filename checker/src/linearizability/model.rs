@@ -34,6 +34,23 @@ pub trait Model: Sync {
         None
     }
 
+    /// Whether every operation whose outcome is unknown is accepted in every state (`step` with
+    /// `output == None` never returns `None`): the search then stops with success once every
+    /// completed operation is placed, the rest going last. Default false.
+    fn accepts_unknown_anywhere(&self) -> bool {
+        false
+    }
+
+    /// Whether `input` with `output` leaves the state as it was wherever the step accepts it (a
+    /// read, a compare-and-set that failed). The search then places such a completed operation
+    /// as soon as it is accepted, without trying the orders that would place it later: none of
+    /// them can succeed where this one fails (the operation changes nothing, and every operation
+    /// that had to precede it already has). Default false.
+    fn read_only(&self, input: &Self::Input, output: Option<&Self::Output>) -> bool {
+        let _ = (input, output);
+        false
+    }
+
     /// Heap bytes a state owns beyond `size_of::<State>()`, for the memory limit's estimate.
     fn state_heap_bytes(&self, state: &Self::State) -> usize {
         let _ = state;

@@ -122,6 +122,11 @@ where
         Some(partition::by_keys(history, |input| input.keys().into_iter().cloned().collect()))
     }
 
+    /// A completed get.
+    fn read_only(&self, input: &KvInput<K, V>, output: Option<&KvOutput<V>>) -> bool {
+        matches!((input, output), (KvInput::Op(KvOp::Get(_)), Some(KvOutput::Get(_))))
+    }
+
     fn state_heap_bytes(&self, state: &BTreeMap<K, V>) -> usize {
         // B-tree nodes hold up to 11 pairs; count each pair plus a share of node overhead.
         state.len() * (size_of::<(K, V)>() + 16)

@@ -89,6 +89,19 @@ impl<V: Clone + Eq + Hash + Debug + Send + Sync> Model for RegisterModel<V> {
         }
     }
 
+    /// A read, a write or a compare-and-set of unknown outcome is accepted in every state.
+    fn accepts_unknown_anywhere(&self) -> bool {
+        true
+    }
+
+    fn read_only(&self, input: &RegisterInput<V>, output: Option<&RegisterOutput<V>>) -> bool {
+        matches!(
+            (input, output),
+            (RegisterInput::Read, Some(RegisterOutput::Read(_)))
+                | (RegisterInput::Cas { .. }, Some(RegisterOutput::Cas { swapped: false }))
+        )
+    }
+
     fn describe_operation(&self, input: &RegisterInput<V>, output: Option<&RegisterOutput<V>>) -> String {
         let input = match input {
             RegisterInput::Read => "read".to_string(),
