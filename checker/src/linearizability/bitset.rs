@@ -12,8 +12,11 @@
 /// linearized ordered operation was called before `k` returned: the ordered bits set are all those
 /// below some frontier plus a few within one operation's duration after it. [`Bitset::compact`]
 /// therefore stores the frontier's word index and the words from there to the highest set
-/// ordered bit, plus the open region: a few words for a history of any length at bounded
-/// concurrency, where the whole set would be one bit per operation in every cache entry.
+/// ordered bit: a few words for a history of any length at bounded concurrency, where the whole
+/// set would be one bit per operation in every cache entry. The open region gets the same form
+/// (its own frontier's word, then the words to its highest set bit): the open operations are
+/// numbered by call too, and the search places the early ones first, so a history with
+/// thousands of crashed operations does not store a bit for each of them in every entry.
 #[derive(Clone, Debug)]
 pub(crate) struct Bitset {
     words: Vec<u64>,
@@ -25,6 +28,11 @@ pub(crate) struct Bitset {
     frontier: usize,
     /// An upper bound on one past the highest ordered word with a bit set; tightened lazily.
     ordered_end: usize,
+    /// The lowest open bit not set, counted within the open region.
+    open_frontier: usize,
+    /// An upper bound on one past the highest open word with a bit set, counted within the open
+    /// region; tightened lazily.
+    open_end: usize,
 }
 
 /// The canonical compact form of a set: two sets are equal iff their compact forms are.
@@ -35,13 +43,24 @@ pub(crate) struct Compact<'a> {
     /// Ordered words from `low_word` to the last one with a bit set (none if there is no such
     /// word at or above `low_word`).
     pub(crate) ordered: &'a [u64],
-    /// The whole open region.
+    /// Where there is an open region: the word of its frontier (low 32 bits) and the length of
+    /// `ordered` (high 32 bits), so that two forms split the same way when their words are equal.
+    pub(crate) open_header: Option<u64>,
+    /// Open words from the open frontier's word to the last one with a bit set.
     pub(crate) open: &'a [u64],
 }
 
 impl Compact<'_> {
     pub(crate) fn len(&self) -> usize {
-        1 + self.ordered.len() + self.open.len()
+        1 + usize::from(self.open_header.is_some()) + self.ordered.len() + self.open.len()
+    }
+
+    /// The form's words in the order the cache stores them.
+    pub(crate) fn words(&self) -> impl Iterator<Item = u64> + '_ {
+        std::iter::once(self.low_word)
+            .chain(self.open_header)
+            .chain(self.ordered.iter().copied())
+            .chain(self.open.iter().copied())
     }
 }
 
@@ -57,6 +76,8 @@ impl Bitset {
             ordered_bits: ordered,
             frontier: 0,
             ordered_end: 0,
+            open_frontier: 0,
+            open_end: 0,
         }
     }
 
@@ -83,6 +104,16 @@ impl Bitset {
                     self.frontier += 1;
                 }
             }
+        } else {
+            let index = bit - self.ordered_words * 64;
+            self.open_end = self.open_end.max(index / 64 + 1);
+            if index == self.open_frontier {
+                let open_bits = (self.words.len() - self.ordered_words) * 64;
+                self.open_frontier += 1;
+                while self.open_frontier < open_bits && self.contains(self.ordered_words * 64 + self.open_frontier) {
+                    self.open_frontier += 1;
+                }
+            }
         }
     }
 
@@ -93,6 +124,9 @@ impl Bitset {
         self.hash ^= zobrist_key(bit);
         if bit < self.frontier {
             self.frontier = bit;
+        }
+        if bit >= self.ordered_words * 64 {
+            self.open_frontier = self.open_frontier.min(bit - self.ordered_words * 64);
         }
     }
 
@@ -110,7 +144,23 @@ impl Bitset {
         }
         let end = self.ordered_end.max(low).min(self.ordered_words);
         let low = low.min(end);
-        Compact { low_word: low as u64, ordered: &self.words[low..end], open: &self.words[self.ordered_words..] }
+        let open_words = self.words.len() - self.ordered_words;
+        if open_words == 0 {
+            return Compact { low_word: low as u64, ordered: &self.words[low..end], open_header: None, open: &[] };
+        }
+        let open = &self.words[self.ordered_words..];
+        let open_low = self.open_frontier / 64;
+        while self.open_end > open_low && open[self.open_end - 1] == 0 {
+            self.open_end -= 1;
+        }
+        let open_end = self.open_end.max(open_low).min(open_words);
+        let open_low = open_low.min(open_end);
+        Compact {
+            low_word: low as u64,
+            ordered: &self.words[low..end],
+            open_header: Some(open_low as u64 | ((end - low) as u64) << 32),
+            open: &self.words[self.ordered_words + open_low..self.ordered_words + open_end],
+        }
     }
 
     /// Bytes held.
@@ -181,8 +231,9 @@ mod tests {
         let compact = a.compact();
         assert_eq!(compact.low_word, 3, "bits 0..200 set: the frontier, 200, is in word 3");
         assert_eq!(compact.ordered.len(), 1, "words 3 (bits 192..199 and 250): one");
-        assert_eq!(compact.open, &[0, 1 << 5][..]);
-        assert_eq!(compact.len(), 4);
+        assert_eq!(compact.open, &[0, 1 << 5][..], "open bit 69: open words 0 and 1");
+        assert_eq!(compact.open_header, Some(1 << 32), "open frontier in word 0; one ordered word");
+        assert_eq!(compact.len(), 5);
 
         // The same set reached another way, through a frontier that moved back and forth.
         let mut b = Bitset::new(300, 70);
@@ -200,6 +251,30 @@ mod tests {
         b.remove(250);
         assert_ne!(a.compact(), b.compact());
         assert_eq!(b.compact().ordered, &[0xff][..], "word 3 holds bits 192..199 only");
+    }
+
+    #[test]
+    fn the_open_region_is_stored_from_its_frontier_word_to_its_last_set_bit() {
+        let mut a = Bitset::new(10, 400);
+        for index in (0..130).chain([200]) {
+            a.insert(a.open_bit(index));
+        }
+        let compact = a.compact();
+        assert_eq!(compact.open_header, Some(2), "open bits 0..130 set: the frontier, 130, is in word 2");
+        assert_eq!(compact.open, &[0b11, 1 << 8][..], "words 2 (bits 128, 129) and 3 (bit 200)");
+        // Reached another way: the open frontier moved back and forth.
+        let mut b = Bitset::new(10, 400);
+        for index in (0..130).rev().chain([300, 200]) {
+            b.insert(b.open_bit(index));
+        }
+        b.remove(b.open_bit(300));
+        b.remove(b.open_bit(7));
+        b.insert(b.open_bit(7));
+        assert_eq!(a.compact(), b.compact());
+        assert_eq!(a.hash(), b.hash());
+        b.remove(b.open_bit(0));
+        assert_eq!(b.compact().open_header, Some(0));
+        assert_ne!(a.compact(), b.compact());
     }
 
     #[test]

@@ -96,9 +96,7 @@ impl<S: Eq + Hash + Clone> Cache<S> {
                     // Doubling, as Vec would, but stated: `growth_bytes` charged for it.
                     self.arena.reserve_exact(self.arena.capacity().max(len));
                 }
-                self.arena.push(set.low_word);
-                self.arena.extend_from_slice(set.ordered);
-                self.arena.extend_from_slice(set.open);
+                self.arena.extend(set.words());
                 self.slots[index] = [head, offset << LEN_BITS | len as u64];
                 self.len += 1;
                 if self.len * 2 > self.mask + 1 {
@@ -123,9 +121,7 @@ impl<S: Eq + Hash + Clone> Cache<S> {
         let offset = (location >> LEN_BITS) as usize;
         let words = &self.arena[offset..offset + len];
         // A word loop: forms are a few words long, too short for a memcmp call to pay.
-        words[0] == set.low_word
-            && words[1..1 + set.ordered.len()].iter().zip(set.ordered).all(|(a, b)| a == b)
-            && words[1 + set.ordered.len()..].iter().zip(set.open).all(|(a, b)| a == b)
+        words.iter().copied().eq(set.words())
     }
 
     /// Doubles the table (kept at most half full, so probe runs stay short).
