@@ -220,6 +220,35 @@ mod register {
         assert_eq!(verdict, Verdict::Unknown { reason: UnknownReason::MemoryLimit });
     }
 
+    /// The memory limit bounds what the search holds, and a higher limit lets it go further:
+    /// each of these limits, twice the one before, enters more (set, state) pairs. (Before the
+    /// arena grew by chunks and the slot table could fill past half, a limit could double and
+    /// stop at the same pair: 8 and 12 GiB on one history, issue 39.)
+    #[test]
+    fn a_higher_memory_limit_lets_the_search_go_further_and_the_search_stays_within_it() {
+        let mut entered = Vec::new();
+        for limit_kib in [3072, 6144, 12288, 24576] {
+            let limit = limit_kib << 10;
+            let options = CheckOptions {
+                time_limit: Some(Duration::from_secs(120)),
+                memory_limit_bytes: Some(limit),
+                parallel: false,
+                ..CheckOptions::default()
+            };
+            let (verdict, stats) =
+                coordsim_checker::linearizability::check_with_stats(&RegisterModel::new(), &pathological(40), &options)
+                    .unwrap();
+            assert_eq!(verdict, Verdict::Unknown { reason: UnknownReason::MemoryLimit });
+            assert!(
+                stats.peak_partition_bytes <= limit,
+                "{} bytes held at a limit of {limit}",
+                stats.peak_partition_bytes
+            );
+            entered.push(stats.cache_entries);
+        }
+        assert!(entered.windows(2).all(|pair| pair[0] < pair[1]), "pairs entered at each limit: {entered:?}");
+    }
+
     #[test]
     fn small_pathological_histories_finish_within_the_limits() {
         assert!(check(&RegisterModel::new(), &pathological(10), &CheckOptions::default()).unwrap().is_illegal());

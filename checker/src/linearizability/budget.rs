@@ -106,6 +106,25 @@ impl<'a> Meter<'a> {
         self.charged_bytes = 0;
     }
 
+    /// Whether holding `bytes` would stay within the limit (nothing is charged).
+    pub(crate) fn fits(&self, bytes: usize) -> bool {
+        let growth = bytes.saturating_sub(self.charged_bytes);
+        let used = self.budget.memory_used_bytes.load(Ordering::Relaxed);
+        self.budget.memory_limit_bytes.is_none_or(|limit| used + growth <= limit)
+    }
+
+    /// Reports that this partition holds exactly `bytes` now: what a growth charged beyond it
+    /// (the old copy of a table that was doubled) goes back to the budget.
+    #[inline]
+    pub(crate) fn settle(&mut self, bytes: usize) -> Result<(), Stop> {
+        if bytes < self.charged_bytes {
+            self.budget.memory_used_bytes.fetch_sub(self.charged_bytes - bytes, Ordering::Relaxed);
+            self.charged_bytes = bytes;
+            return Ok(());
+        }
+        self.hold(bytes)
+    }
+
     /// Reports that this partition now holds `bytes` (which only grow during a search);
     /// forwards the growth to the shared budget in chunks.
     #[inline]

@@ -22,21 +22,35 @@ pub(crate) struct Cache<S> {
     /// Two words per slot. The head word holds the high 32 bits of the pair's hash and the state
     /// id, so one comparison filters on both; it is never 0 for a used slot (ids start at 1), and
     /// 0 marks an empty slot. The second word says where the set's compact form lies in `arena`:
-    /// its offset (high 40 bits) and length in words (low 24 bits).
+    /// its chunk (high 24 bits), its offset in the chunk (middle 20 bits) and its length in words
+    /// (low 20 bits).
     slots: Vec<[u64; 2]>,
     /// Slot count minus one; the slot count is a power of two, at most 2^32 (the slot index comes
     /// from the 32 hash bits kept in the head word, so growing never reads the arena).
     mask: usize,
     len: usize,
-    /// The compact forms of the recorded sets, one after the other: the frontier's word index,
-    /// then the words (see [`Compact`]).
-    arena: Vec<u64>,
+    /// The compact forms of the recorded sets, one after the other in chunks of [`CHUNK_WORDS`]
+    /// (see [`Compact::words`]). Chunks, not one vector, so that the arena grows by a fixed step
+    /// and never copies itself: a doubling vector held the old and the new copy at once, and a
+    /// memory limit then stopped the search at a third of what it allowed (issue 39).
+    arena: Vec<Vec<u64>>,
+    /// Bytes of the arena's chunks.
+    arena_bytes: usize,
     states: HashMap<S, StateId, BuildHasherDefault<StateHasher>>,
 }
 
 const SLOTS_INITIAL: usize = 16;
-const LEN_BITS: u32 = 24;
-const OFFSET_MAX: u64 = (1 << (64 - LEN_BITS)) - 1;
+/// Words of the largest arena chunk: 8 MiB. The first is 32 KiB, and each a quarter of all
+/// before it, up to this: the arena grows by a quarter while small, by a fixed step when large,
+/// so a memory limit stops it within a quarter of what it allows.
+const CHUNK_WORDS: usize = 1 << 20;
+const FIRST_CHUNK_WORDS: usize = 1 << 12;
+const LEN_BITS: u32 = 20;
+const OFFSET_BITS: u32 = 20;
+const CHUNKS_MAX: usize = 1 << (64 - LEN_BITS - OFFSET_BITS);
+/// The table grows when more than half full; a search that may not grow it goes on to this
+/// share (7/8), probing longer, before it stops.
+const LOAD_MAX_EIGHTHS: usize = 7;
 
 /// The search ran out of state ids, slots or arena words: past any sensible memory limit.
 #[derive(Debug)]
@@ -49,6 +63,7 @@ impl<S: Eq + Hash + Clone> Cache<S> {
             mask: SLOTS_INITIAL - 1,
             len: 0,
             arena: Vec::new(),
+            arena_bytes: 0,
             states: HashMap::default(),
         }
     }
@@ -65,22 +80,38 @@ impl<S: Eq + Hash + Clone> Cache<S> {
     }
 
     /// Bytes the next [`Cache::insert`] of a set of `words` words may allocate on top of what is
-    /// held (a doubled slot table or arena lives beside the old one while it is filled), or 0.
-    /// The search charges them to the budget before inserting, so a limit bounds the peak.
-    pub(crate) fn growth_bytes(&self, words: usize) -> usize {
-        let mut bytes = 0;
-        if (self.len + 1) * 2 > self.mask + 1 {
-            bytes += (self.mask + 1) * 2 * size_of::<[u64; 2]>();
-        }
-        if self.arena.len() + words > self.arena.capacity() {
-            bytes += (self.arena.capacity() * 2).max(self.arena.len() + words) * 8;
-        }
-        bytes
+    /// held, as (a doubled slot table, which lives beside the old one while it is filled; a new
+    /// arena chunk), each 0 when not needed. The search charges them to the budget before
+    /// inserting, so a limit bounds the peak.
+    pub(crate) fn growth_bytes(&self, words: usize) -> (usize, usize) {
+        let slots = if (self.len + 1) * 2 > self.mask + 1 { (self.mask + 1) * 2 * size_of::<[u64; 2]>() } else { 0 };
+        let chunk = match self.arena.last() {
+            Some(chunk) if chunk.len() + words <= chunk.capacity() => 0,
+            _ => self.next_chunk_words(words) * 8,
+        };
+        (slots, chunk)
     }
 
-    /// Records the pair; returns false if it was already there.
+    /// The capacity of the next arena chunk, for a form of `words` words.
+    fn next_chunk_words(&self, words: usize) -> usize {
+        (self.arena_bytes / 8 / 4).clamp(FIRST_CHUNK_WORDS, CHUNK_WORDS).max(words)
+    }
+
+    /// Whether one more pair fits without doubling the slot table (up to 7/8 full).
+    pub(crate) fn fits_without_growing(&self) -> bool {
+        (self.len + 1) * 8 <= (self.mask + 1) * LOAD_MAX_EIGHTHS
+    }
+
+    /// Records the pair; returns false if it was already there. With `may_grow` false the slot
+    /// table is not doubled (the caller checked [`Cache::fits_without_growing`]).
     #[inline]
-    pub(crate) fn insert(&mut self, set: &Compact<'_>, hash: u64, state: StateId) -> Result<bool, Full> {
+    pub(crate) fn insert(
+        &mut self,
+        set: &Compact<'_>,
+        hash: u64,
+        state: StateId,
+        may_grow: bool,
+    ) -> Result<bool, Full> {
         let hash = hash ^ mix64(state.into());
         let head = (hash >> 32) << 32 | u64::from(state);
         let len = set.len();
@@ -88,18 +119,30 @@ impl<S: Eq + Hash + Clone> Cache<S> {
         loop {
             let slot = self.slots[index];
             if slot[0] == 0 {
-                let offset = self.arena.len() as u64;
-                if offset > OFFSET_MAX || len as u64 >= 1 << LEN_BITS {
+                if len >= 1 << LEN_BITS {
                     return Err(Full);
                 }
-                if self.arena.len() + len > self.arena.capacity() {
-                    // Doubling, as Vec would, but stated: `growth_bytes` charged for it.
-                    self.arena.reserve_exact(self.arena.capacity().max(len));
+                if self.arena.last().is_none_or(|chunk| chunk.len() + len > chunk.capacity()) {
+                    if self.arena.len() == CHUNKS_MAX {
+                        return Err(Full);
+                    }
+                    // A form longer than a chunk gets a chunk of its own: `growth_bytes` said so.
+                    let words = self.next_chunk_words(len);
+                    self.arena.push(Vec::with_capacity(words));
+                    self.arena_bytes += words * 8;
                 }
-                self.arena.extend(set.words());
-                self.slots[index] = [head, offset << LEN_BITS | len as u64];
+                let chunk_index = self.arena.len() - 1;
+                let chunk = &mut self.arena[chunk_index];
+                let offset = chunk.len();
+                if offset >= 1 << OFFSET_BITS {
+                    return Err(Full);
+                }
+                chunk.extend(set.words());
+                let location =
+                    (chunk_index as u64) << (OFFSET_BITS + LEN_BITS) | (offset as u64) << LEN_BITS | len as u64;
+                self.slots[index] = [head, location];
                 self.len += 1;
-                if self.len * 2 > self.mask + 1 {
+                if may_grow && self.len * 2 > self.mask + 1 {
                     self.grow()?;
                 }
                 return Ok(true);
@@ -118,8 +161,9 @@ impl<S: Eq + Hash + Clone> Cache<S> {
         if len != set.len() {
             return false;
         }
-        let offset = (location >> LEN_BITS) as usize;
-        let words = &self.arena[offset..offset + len];
+        let offset = (location >> LEN_BITS) as usize & ((1 << OFFSET_BITS) - 1);
+        let chunk = (location >> (OFFSET_BITS + LEN_BITS)) as usize;
+        let words = &self.arena[chunk][offset..offset + len];
         // A word loop: forms are a few words long, too short for a memcmp call to pay.
         words.iter().copied().eq(set.words())
     }
@@ -146,7 +190,8 @@ impl<S: Eq + Hash + Clone> Cache<S> {
     /// interner (a key, a value and a control byte per bucket).
     pub(crate) fn bytes(&self) -> usize {
         self.slots.len() * size_of::<[u64; 2]>()
-            + self.arena.capacity() * 8
+            + self.arena_bytes
+            + self.arena.capacity() * size_of::<Vec<u64>>()
             + self.states.capacity() * (size_of::<(S, StateId)>() + 1)
     }
 
@@ -228,7 +273,7 @@ mod tests {
 
     fn insert(cache: &mut Cache<Option<i64>>, set: &mut Bitset, state: StateId) -> bool {
         let hash = set.hash();
-        cache.insert(&set.compact(), hash, state).unwrap()
+        cache.insert(&set.compact(), hash, state, true).unwrap()
     }
 
     #[test]
@@ -256,7 +301,8 @@ mod tests {
         for bit in 0..200 {
             set.insert(if bit < 150 { bit } else { set.open_bit(bit - 150) });
             for state in 1..6 {
-                assert!(cache.growth_bytes(set.compact().len()) < 1 << 20);
+                let (slots, chunk) = cache.growth_bytes(set.compact().len());
+                assert!(slots < 1 << 20 && chunk <= CHUNK_WORDS * 8);
                 assert!(insert(&mut cache, &mut set, state));
                 inserted.push((set.clone(), state));
             }

@@ -104,7 +104,7 @@ impl<'a, M: Model> Search<'a, M> {
                 // A completed read-only operation the state accepts: the only step tried here.
                 self.node = match self.try_linearize(node, meter, true) {
                     Ok(true) => {
-                        if let Err(stop) = meter.hold(self.bytes()) {
+                        if let Err(stop) = meter.settle(self.bytes()) {
                             return Progress::Done(Outcome::Stopped(stop));
                         }
                         self.entries.first()
@@ -133,7 +133,7 @@ impl<'a, M: Model> Search<'a, M> {
             }
             self.node = match self.try_linearize(self.node, meter, false) {
                 Ok(true) => {
-                    if let Err(stop) = meter.hold(self.bytes()) {
+                    if let Err(stop) = meter.settle(self.bytes()) {
                         return Progress::Done(Outcome::Stopped(stop));
                     }
                     self.entries.first()
@@ -251,16 +251,23 @@ impl<'a, M: Model> Search<'a, M> {
         self.linearized.insert(bit);
         let hash = self.linearized.hash();
         let set = self.linearized.compact();
-        // Charged before the cache allocates, so the limit bounds the peak.
-        let growth = self.cache.growth_bytes(set.len());
-        if growth > 0 {
+        // Charged before the cache allocates, so the limit bounds the peak. Where a doubled slot
+        // table would not fit, the table fills further instead (to 7/8), so that a higher limit
+        // always lets the search go further.
+        let (slots_growth, chunk_growth) = self.cache.growth_bytes(set.len());
+        let mut may_grow = true;
+        if slots_growth + chunk_growth > 0 {
             let held = self.cache.bytes() + self.states_heap_bytes + self.fixed_bytes;
+            if !meter.fits(held + slots_growth + chunk_growth) && self.cache.fits_without_growing() {
+                may_grow = false;
+            }
+            let growth = if may_grow { slots_growth + chunk_growth } else { chunk_growth };
             if let Err(stop) = meter.hold(held + growth) {
                 self.linearized.remove(bit);
                 return Err(stop);
             }
         }
-        let new = self.cache.insert(&set, hash, next_id).map_err(|_| OUT_OF_MEMORY)?;
+        let new = self.cache.insert(&set, hash, next_id, may_grow).map_err(|_| OUT_OF_MEMORY)?;
         if !new {
             self.linearized.remove(bit);
             return Ok(false);
