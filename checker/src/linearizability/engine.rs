@@ -252,8 +252,8 @@ impl<'a, M: Model> Search<'a, M> {
         let hash = self.linearized.hash();
         let set = self.linearized.compact();
         // Charged before the cache allocates, so the limit bounds the peak. Where a doubled slot
-        // table would not fit, the table fills further instead (to 7/8), so that a higher limit
-        // always lets the search go further.
+        // table would not fit, the table fills further instead (to 7/8), so that a limit between
+        // two doublings is not wasted.
         let (slots_growth, chunk_growth) = self.cache.growth_bytes(set.len());
         let mut may_grow = true;
         if slots_growth + chunk_growth > 0 {
