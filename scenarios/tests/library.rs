@@ -318,14 +318,14 @@ fn explain_prints_the_teaching_text_and_each_property_with_its_expectation() {
 #[test]
 fn shrinking_the_split_brain_seed_leaves_one_pause_and_two_clients_and_still_fails() {
     let dir = scratch("shrink");
-    // Seed 43 (a pause of c1 at 6.5 s remains); seeds 53, 70 and 82 keep two pauses or three
-    // clients (docs/bench/detection-and-shrinking.md).
-    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "43", "--out", dir.to_str().unwrap()]);
+    // Seed 58 (a pause of c2 at 3.5 s remains); others keep more faults or clients
+    // (docs/bench/detection-and-shrinking.md).
+    let out = coordsim(&["shrink", "split-brain-chaos", "--seed", "58", "--out", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     let path = dir.join("minimal.toml");
     let minimal = coordsim::load::parse("minimal.toml", &std::fs::read_to_string(&path).unwrap()).unwrap();
     let original = coordsim::load::resolve("split-brain-chaos").unwrap().scenario;
-    assert!(coordsim_sim::nemesis::plan::plan(&original, 43).len() > 5, "the drawn plan had many faults");
+    assert!(coordsim_sim::nemesis::plan::plan(&original, 58).len() > 5, "the drawn plan had many faults");
     assert_eq!(minimal.nemesis.len(), 1, "{:?}", minimal.nemesis);
     assert_eq!(minimal.nemesis[0].kind, coordsim_sim::scenario::FaultKindSpec::Pause);
     assert_eq!(minimal.clients.count, 2);
@@ -336,9 +336,9 @@ fn shrinking_the_split_brain_seed_leaves_one_pause_and_two_clients_and_still_fai
     }
     // The written file, run as a user would, fails mutual exclusion again (and expects to).
     let rerun = dir.join("rerun");
-    let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "43", "--out", rerun.to_str().unwrap()]);
+    let out = coordsim(&["run", path.to_str().unwrap(), "--seed", "58", "--out", rerun.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
-    let summary = std::fs::read_to_string(rerun.join("split-brain-chaos-seed-43-min/seed-43/summary.json")).unwrap();
+    let summary = std::fs::read_to_string(rerun.join("split-brain-chaos-seed-58-min/seed-58/summary.json")).unwrap();
     let summary = coordsim_reports::RunSummary::from_json(&summary).unwrap();
     assert_eq!(summary.verdict("mutual_exclusion"), Some(coordsim_checker::verdict::Verdict::Fail));
 }

@@ -92,7 +92,10 @@ pub(super) async fn drive(raft: Raft, clock: Clock, heard: Heard, timing: RaftTi
         };
         if clock.now() >= deadline {
             if leading {
-                next_heartbeat = Some(deadline.plus(heartbeat));
+                // From the later of the deadline and now: a leader that stalled (a pause, a
+                // starved CPU) sends one heartbeat when it wakes, not one per interval it slept
+                // through, as a ticker that drops ticks does (openraft's own tick skips them too).
+                next_heartbeat = Some(deadline.max(clock.now()).plus(heartbeat));
                 if raft.trigger().heartbeat().await.is_err() {
                     return;
                 }
