@@ -54,6 +54,17 @@ impl Procs {
         }
     }
 
+    /// How the newest process labelled `label` ended, if it ended badly (a signal or a non-zero
+    /// exit code), reaping it; `None` while it runs or when it exited with 0.
+    pub fn failed(&self, label: &str) -> Option<String> {
+        let mut started = self.started.lock().expect("procs lock poisoned");
+        let entry = started.iter_mut().rev().find(|s| s.label == label)?;
+        match entry.child.try_wait() {
+            Ok(Some(status)) if !status.success() => Some(status.to_string()),
+            _ => None,
+        }
+    }
+
     /// Kills (SIGKILL) and reaps the newest process labelled `label`; it leaves the registry.
     pub fn kill(&self, label: &str) {
         let mut started = self.started.lock().expect("procs lock poisoned");
@@ -179,6 +190,30 @@ fn claim_block(dir: &Path, pid: u32, held: &[u32]) -> std::io::Result<PortBlock>
 
 #[cfg(test)]
 mod tests {
+    use super::Procs;
+
+    fn started(procs: &Procs, label: &str, script: &str) {
+        let log = std::env::temp_dir().join(format!("coordsim-procs-{}-{label}.log", std::process::id()));
+        let mut command = std::process::Command::new("sh");
+        command.arg("-c").arg(script);
+        procs.spawn(label, command, &log).unwrap();
+    }
+
+    #[test]
+    fn a_process_that_dies_of_a_signal_or_an_error_exit_is_failed_and_a_clean_exit_is_not() {
+        let procs = Procs::default();
+        started(&procs, "sigpipe", "kill -PIPE $$");
+        started(&procs, "error", "exit 3");
+        started(&procs, "clean", "exit 0");
+        started(&procs, "running", "sleep 30");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let sigpipe = procs.failed("sigpipe").expect("died of a signal");
+        assert!(sigpipe.contains("13") || sigpipe.contains("SIGPIPE"), "{sigpipe}");
+        assert!(procs.failed("error").expect("exit code 3").contains('3'));
+        assert_eq!(procs.failed("clean"), None);
+        assert_eq!(procs.failed("running"), None);
+    }
+
     #[test]
     fn ports_are_free_distinct_and_below_the_ephemeral_range() {
         let ports: Vec<u16> = (0..20).map(|_| super::free_port().expect("a free port")).collect();

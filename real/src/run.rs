@@ -446,6 +446,9 @@ async fn drive<C: Cluster>(
                 links,
             )?;
         }
+        if let Some(error) = client_died(&procs, &clients, dirs) {
+            return Err(error);
+        }
         if journal.now_ns() >= duration_ns {
             break;
         }
@@ -511,6 +514,9 @@ async fn drive<C: Cluster>(
     }
     let metrics_file = dirs.cluster().join(SERVER_METRICS);
     std::fs::write(&metrics_file, counters).map_err(|e| format!("{}: {e}", metrics_file.display()))?;
+    if let Some(error) = client_died(&procs, &clients, dirs) {
+        return Err(error);
+    }
     procs.kill_all();
     drop(cluster);
     let observation = sessions.observation(system);
@@ -595,6 +601,19 @@ fn start_due_clients(
         started.push(client);
     }
     Ok(())
+}
+
+/// A client process that ended by itself, badly (a signal, a panic, an error exit), while the
+/// nemesis had not crashed it: the history would lose a client without a word and the verdicts
+/// judge a run that did not happen as planned, so the run fails, naming the client's log. (A
+/// client could die of SIGPIPE this way, silently, while the CLI set SIGPIPE to its default:
+/// scenarios/src/output.rs.)
+fn client_died(procs: &Procs, clients: &[ClientProc], dirs: &RunDirs) -> Option<String> {
+    clients.iter().find_map(|client| {
+        let status = procs.failed(&client.name)?;
+        let log = dirs.clients().join(format!("{}.{}.log", client.name, client.incarnation));
+        Some(format!("client {} ended on its own mid-run ({status}); its log: {}", client.name, log.display()))
+    })
 }
 
 /// Whether a client's journal records a `lock` call (its first request for the lock).

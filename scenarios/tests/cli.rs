@@ -363,6 +363,23 @@ fn closed_or_full_stdout_is_not_a_panic() {
     assert!(text(&out.stderr).contains("cannot write to stdout"), "{}", text(&out.stderr));
 }
 
+/// `coordsim list | head -0`: the reader is gone before the first line; the process ends as
+/// `cat` does, by SIGPIPE, with nothing on stderr.
+#[test]
+fn a_closed_pipe_on_stdout_ends_the_process_by_sigpipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .arg("list")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+}
+
 #[test]
 fn unwritable_output_folder_is_reported_before_any_run() {
     let out = coordsim(&["run", "split-brain-gc-pause", "--seeds", "1..3", "--out", "/proc/coordsim"]);
