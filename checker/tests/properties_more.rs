@@ -684,7 +684,7 @@ fn spurious_expiry_lets_a_fault_up_to_an_observed_expirys_latest_time_excuse_it(
 }
 
 #[test]
-fn a_real_history_is_judged_on_its_leases_only_where_their_renewals_were_recorded() {
+fn a_real_history_is_judged_on_its_leases_only_where_their_renewals_were_recorded_and_on_watches_on_etcd() {
     let mut b = Builder::new();
     assert_eq!(Property::judged_on(&b.history).len(), Property::ALL.len(), "simulated: everything");
     observed(&mut b, 29_900);
@@ -693,9 +693,15 @@ fn a_real_history_is_judged_on_its_leases_only_where_their_renewals_were_recorde
     {
         assert!(etcd.contains(&property), "{property:?} on real etcd");
     }
-    assert!(!etcd.contains(&Property::Watch) && !etcd.contains(&Property::SessionLossNotice));
+    assert!(etcd.contains(&Property::Watch) && etcd.contains(&Property::WatchContinuity), "etcd's watchers record");
+    assert!(!etcd.contains(&Property::SessionLossNotice), "the servers' own records");
     b.history.lease_observation.as_mut().unwrap().renewals_recorded = false;
-    assert_eq!(Property::judged_on(&b.history), Property::FROM_OUTSIDE.to_vec(), "ZooKeeper: pings unseen");
+    b.history.recorded_on = Some("real zookeeper".into());
+    assert_eq!(
+        Property::judged_on(&b.history),
+        Property::FROM_OUTSIDE.to_vec(),
+        "ZooKeeper: pings unseen, no watchers"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

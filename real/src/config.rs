@@ -69,6 +69,10 @@ pub struct LockConfig {
     /// own clock, watching the deadline continuously (`None`: etcd clientv3's default, which
     /// notices a missed TTL only when a keepalive attempt ends).
     pub deadline_ms: Option<u64>,
+    /// Which clock times `deadline_ms` (`[lock] client_deadline_clock`): the monotonic clock
+    /// (tokio's `Instant`), or the wall clock (`SystemTime`), which a clock step moves.
+    #[serde(default)]
+    pub deadline_clock: coordsim_sim::clock::ClockKind,
     /// etcd-cas: random backoff before retrying after a wakeup.
     pub backoff_ms: Option<u64>,
     /// etcd-semaphore: holders at once.

@@ -72,6 +72,12 @@ impl Journal {
         op
     }
 
+    /// A watch stream's id: drawn from the operation ids, so ids stay unique across the run's
+    /// processes.
+    pub fn next_watch_id(&self) -> u64 {
+        self.next_op.fetch_add(1, Ordering::SeqCst)
+    }
+
     pub fn ok(&self, node: &str, op: OpId, ret: Return) {
         self.record(node, Event::Ok { op, ret });
     }

@@ -43,11 +43,12 @@ use coordsim_checker::properties::Property;
 pub use config::System;
 
 /// The properties a real run on `system` judges: those that need only what clients and the
-/// resource record, and on etcd the lease properties too (our client journals every
-/// LeaseKeepAlive and the runner observes expiries by polling LeaseLeases; the zookeeper-client
-/// crate's pings are not seen, so ZooKeeper's sessions are not judged).
+/// resource record, and on etcd the lease properties (our client journals every LeaseKeepAlive
+/// and the runner observes expiries by polling LeaseLeases; the zookeeper-client crate's pings
+/// are not seen, so ZooKeeper's sessions are not judged) and the watch properties (the
+/// key-value watchers record their streams: [`kv`]).
 pub fn judged(system: System) -> Vec<Property> {
-    Property::judged_outside(system == System::Etcd)
+    Property::judged_outside(system == System::Etcd, system == System::Etcd)
 }
 
 /// Runs [`run::run`] on a current-thread runtime on this thread, until it ends or SIGINT/SIGTERM;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coordsim_checker::history::{
-    Event, FaultKind, History, LeaseObservation, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA,
+    Event, FaultKind, History, LeaseObservation, NodeInfo, NodeRole, Phase, RaftRole, SCHEMA, WhichClock,
 };
 use coordsim_sim::etcd_release::{EtcdRelease, ReleaseDifference};
 use coordsim_sim::kv_workload::KvRole;
@@ -35,10 +35,28 @@ use crate::proxy::Delay;
 /// timer of the process (monotonic included) at the rate.
 pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 
-/// The environment that gives each node with a `[[clock]]` its clock.
-fn clock_env(scenario: &Scenario) -> std::collections::BTreeMap<String, Vec<(String, String)>> {
+/// Why an etcd member's clock is left alone.
+const ETCD_CLOCK: &str = "etcd is a Go program: it reads both clocks through the vDSO, past libfaketime; a \
+     time namespace (unshare --time) could offset its monotonic clock, but only before it starts and never \
+     its wall clock";
+
+/// The environment that gives each node with a `[[clock]]` its clock; a node whose wall clock
+/// steps during the run ([`ClockSteps`]) reads its offset from a file instead.
+fn clock_env(scenario: &Scenario, steps: &ClockSteps) -> std::collections::BTreeMap<String, Vec<(String, String)>> {
     let mut env = std::collections::BTreeMap::new();
-    for clock in &scenario.clock {
+    for (node, file) in &steps.files {
+        let vars = vec![
+            ("LD_PRELOAD".to_string(), FAKETIME_LIB.to_string()),
+            ("FAKETIME_TIMESTAMP_FILE".to_string(), file.display().to_string()),
+            // Re-read at every reading of the wall clock (about 6 us each, measured): a step
+            // lands at once, not within the default cache's 10 s.
+            ("FAKETIME_NO_CACHE".to_string(), "1".to_string()),
+            // A step moves the wall clock only, as an NTP step or `date -s` does.
+            ("FAKETIME_DONT_FAKE_MONOTONIC".to_string(), "1".to_string()),
+        ];
+        env.insert(node.clone(), vars);
+    }
+    for clock in scenario.clock.iter().filter(|c| !steps.files.contains_key(&c.node)) {
         let offset_s = clock.offset.ns as f64 / 1e9;
         let vars = vec![
             ("LD_PRELOAD".to_string(), FAKETIME_LIB.to_string()),
@@ -47,6 +65,96 @@ fn clock_env(scenario: &Scenario) -> std::collections::BTreeMap<String, Vec<(Str
         env.insert(clock.node.clone(), vars);
     }
     env
+}
+
+/// The wall-clock steps of a run (`clock-jump`, `clock-strobe`) on the nodes they hit: each such
+/// node runs under libfaketime reading its offset from a file of its own
+/// (`FAKETIME_TIMESTAMP_FILE`, the documented way to change a process's fake time while it
+/// runs: libfaketime's README, "Changing the 'x' modifier during run-time"), which the
+/// orchestrator rewrites at each step; its monotonic clock stays the kernel's. The steps and
+/// the history's `clock` records come from the simulator's own schedule
+/// (`plan::clock_schedule`), so both worlds step the same clocks at the same true times.
+#[derive(Default)]
+struct ClockSteps {
+    /// Each stepped node's offset file.
+    files: std::collections::BTreeMap<String, PathBuf>,
+    /// (true time, node, new wall offset to write (none: a record only), the `clock` record),
+    /// in time order.
+    pending: std::collections::VecDeque<(u64, String, Option<i64>, Event)>,
+}
+
+impl ClockSteps {
+    fn new(scenario: &Scenario, faults: &[PlannedFault], folder: &Path) -> ClockSteps {
+        let mut stepped: Vec<&str> = faults
+            .iter()
+            .filter_map(|f| match &f.fault {
+                Fault::ClockJump { node, .. } | Fault::ClockStrobe { node, .. } => Some(node.as_str()),
+                _ => None,
+            })
+            .collect();
+        stepped.sort_unstable();
+        stepped.dedup();
+        let mut steps = ClockSteps::default();
+        let mut all = Vec::new();
+        for node in stepped {
+            steps.files.insert(node.to_string(), folder.join(format!("{node}.faketime")));
+            let schedule = plan::clock_schedule(scenario, faults, node);
+            // Wall first at equal times, as the simulator records them.
+            for (at_ns, local_ns, rate_ppm) in schedule.wall.segments() {
+                let offset = local_ns - at_ns as i64;
+                let event = Event::Clock { local_ns, rate_ppm, clock: WhichClock::Wall };
+                all.push((at_ns, 0, node.to_string(), Some(offset), event));
+            }
+            for (at_ns, local_ns, rate_ppm) in schedule.monotonic.segments() {
+                let event = Event::Clock { local_ns, rate_ppm, clock: WhichClock::Monotonic };
+                all.push((at_ns, 1, node.to_string(), None, event));
+            }
+        }
+        all.sort_by(|a, b| (a.0, a.1, &a.2).cmp(&(b.0, b.1, &b.2)));
+        steps.pending = all.into_iter().map(|(at, _, node, offset, event)| (at, node, offset, event)).collect();
+        steps
+    }
+
+    /// When the next step is due.
+    fn next_at(&self) -> Option<u64> {
+        self.pending.front().map(|(at, ..)| *at)
+    }
+
+    /// Writes every step due by `now_ns` and records it. A step's record is timed when its file
+    /// was written (the process reads it at its next reading of the wall clock); the clocks' start
+    /// at 0, their files having been written before any process started ([`ClockSteps::new`]).
+    fn apply_due(&mut self, now_ns: u64, journal: &Journal) -> Result<(), String> {
+        while self.pending.front().is_some_and(|(at, ..)| *at <= now_ns) {
+            let (at, node, offset, event) = self.pending.pop_front().expect("a due step");
+            if let Some(offset_ns) = offset.filter(|_| at > 0) {
+                write_offset(&self.files[&node], offset_ns)?;
+            }
+            let time = if at == 0 { 0 } else { journal.now_ns() };
+            journal.record_at(time, &node, event);
+        }
+        Ok(())
+    }
+
+    /// Writes each stepped node's starting offset, before its process starts.
+    fn write_starts(&self) -> Result<(), String> {
+        for (at, node, offset, _) in &self.pending {
+            if let (0, Some(offset_ns)) = (*at, offset) {
+                write_offset(&self.files[node], *offset_ns)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Replaces `file` with libfaketime's relative offset `offset_ns` ("+2.5" or "-10.000000000":
+/// seconds), whole: written aside and renamed, so a reader never sees half a line.
+fn write_offset(file: &Path, offset_ns: i64) -> Result<(), String> {
+    let sign = if offset_ns < 0 { '-' } else { '+' };
+    let abs = offset_ns.unsigned_abs();
+    let text = format!("{sign}{}.{:09}\n", abs / 1_000_000_000, abs % 1_000_000_000);
+    let aside = file.with_extension("faketime.new");
+    std::fs::write(&aside, text).map_err(|e| format!("{}: {e}", aside.display()))?;
+    std::fs::rename(&aside, file).map_err(|e| format!("{}: {e}", file.display()))
 }
 
 /// The node name of the orchestrator's own records (faults).
@@ -107,7 +215,7 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
     for (i, clock) in scenario.clock.iter().enumerate() {
         let field = format!("clock[{i}].node");
         if system == System::Etcd && clock.node.starts_with('s') {
-            return Err(unsupported(field, "etcd is a Go program: it reads the clock without libc, past libfaketime"));
+            return Err(unsupported(field, ETCD_CLOCK));
         }
         if !std::path::Path::new(FAKETIME_LIB).exists() {
             return Err(unsupported(
@@ -173,10 +281,32 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
                      write's reply from a keepalive's needs the gRPC or jute framing",
                 ));
             }
-            _ => {
+            Fault::ClockJump { node, .. } | Fault::ClockStrobe { node, .. } => {
+                if system == System::Etcd && node.starts_with('s') {
+                    return Err(unsupported(field, ETCD_CLOCK));
+                }
+                if !std::path::Path::new(FAKETIME_LIB).exists() {
+                    return Err(unsupported(
+                        field,
+                        format!("a clock step needs libfaketime ({FAKETIME_LIB}, Debian faketime)"),
+                    ));
+                }
+                if let Some(i) = scenario.clock.iter().position(|c| c.node == *node && c.rate != 1.0) {
+                    return Err(unsupported(
+                        field,
+                        format!(
+                            "a step moves the wall clock only, so the process's monotonic clock is left to the kernel \
+                             (FAKETIME_DONT_FAKE_MONOTONIC), and libfaketime cannot then run it at clock[{i}].rate"
+                        ),
+                    ));
+                }
+            }
+            Fault::ClockRate { .. } => {
                 return Err(unsupported(
                     field,
-                    "clock faults during a run reach real processes only as a [[clock]] at start so far",
+                    "a rate change during a run: libfaketime re-reads a rate from its file, but a new rate \
+                     counts from the process's start (a jump) unless FAKETIME_XRESET, which its README calls \
+                     experimental; a [[clock]] rate runs from the start",
                 ));
             }
         }
@@ -243,8 +373,11 @@ fn check_kv(kv: &KvSpec, system: System) -> Result<(), Unsupported> {
             format!("the workload uses {}'s API: run it on real {}", api.name(), api.name()),
         ));
     }
-    if kv.watchers > 0 {
-        return Err(unsupported("kv.watchers", "watchers of the key-value workload run only in the simulator so far"));
+    if kv.watchers > 0 && system == System::Zookeeper {
+        return Err(unsupported(
+            "kv.watchers",
+            "the simulator's key-value watchers use etcd's Watch API, which ZooKeeper does not have",
+        ));
     }
     Ok(())
 }
@@ -264,6 +397,10 @@ impl RunDirs {
     fn links(&self) -> PathBuf {
         self.root.join("links")
     }
+    /// The offset files of the nodes whose wall clock steps ([`ClockSteps`]).
+    fn clocks(&self) -> PathBuf {
+        self.root.join("clocks")
+    }
 }
 
 /// Runs `scenario` once against a fresh `system` cluster; files go under `dir` (which must not
@@ -276,8 +413,13 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
         std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
     }
     let servers = scenario.cluster.servers;
+    let steps = ClockSteps::new(scenario, &faults, &dirs.clocks());
+    if !steps.files.is_empty() {
+        std::fs::create_dir_all(dirs.clocks()).map_err(|e| format!("{}: {e}", dirs.clocks().display()))?;
+        steps.write_starts()?;
+    }
     // Namespaces only when a network fault needs them: they need root, and loopback is simpler.
-    let mut hosts = Hosts { net: None, env: clock_env(scenario) };
+    let mut hosts = Hosts { net: None, env: clock_env(scenario, &steps) };
     let nodes: Vec<String> =
         (1..=servers).map(|i| format!("s{i}")).chain((1..=scenario.clients.count).map(|i| format!("c{i}"))).collect();
     let preset = preset_delay(scenario);
@@ -307,12 +449,12 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
             let cluster =
                 EtcdCluster::start(&dirs.cluster(), servers, checkpoint, raft, procs.clone(), hosts.clone()).await?;
             let ready = started.elapsed();
-            (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts, &mut links).await?, ready)
+            (drive(scenario, system, run, &dirs, exe, cluster, &faults, steps, procs, &hosts, &mut links).await?, ready)
         }
         System::Zookeeper => {
             let cluster = ZkEnsemble::start(&dirs.cluster(), servers, procs.clone(), hosts.clone()).await?;
             let ready = started.elapsed();
-            (drive(scenario, system, run, &dirs, exe, cluster, &faults, procs, &hosts, &mut links).await?, ready)
+            (drive(scenario, system, run, &dirs, exe, cluster, &faults, steps, procs, &hosts, &mut links).await?, ready)
         }
     };
     Ok(RealRun { history: history.0, cluster_ready: history.1, namespaces: hosts.net.is_some() })
@@ -346,6 +488,7 @@ async fn drive<C: Cluster>(
     exe: &Path,
     mut cluster: C,
     faults: &[PlannedFault],
+    mut steps: ClockSteps,
     procs: Arc<Procs>,
     hosts: &Hosts,
     links: &mut Option<LinkControl>,
@@ -368,6 +511,7 @@ async fn drive<C: Cluster>(
                 lock_name: lock.name.clone(),
                 ttl_ms: lock.ttl.0.as_millis() as u64,
                 deadline_ms: lock.client_deadline.map(|d| d.0.as_millis() as u64),
+                deadline_clock: lock.client_deadline_clock.unwrap_or_default(),
                 backoff_ms: lock.backoff.map(|b| b.0.as_millis() as u64),
                 permits: lock.permits,
                 nested: lock.nested,
@@ -398,8 +542,10 @@ async fn drive<C: Cluster>(
         journal: PathBuf::new(),
         op_base: 0,
     };
-    // Skewed clocks: recorded for the checkers and reports (local = offset + rate × true time).
-    for spec in &scenario.clock {
+    // Skewed clocks: recorded for the checkers and reports (local = offset + rate × true time);
+    // a stepped clock's records are its steps'.
+    steps.apply_due(0, &journal)?;
+    for spec in scenario.clock.iter().filter(|c| !steps.files.contains_key(&c.node)) {
         let rate_ppm = (spec.rate * 1e6).round() as u64;
         journal.record_at(
             0,
@@ -430,6 +576,7 @@ async fn drive<C: Cluster>(
     let mut sessions = Sessions::default();
     loop {
         // Faults first: the observations below may take a few hundred ms while a server is paused.
+        steps.apply_due(journal.now_ns(), &journal)?;
         while let Some((_, action)) = timeline.next_due(journal.now_ns()) {
             apply(
                 action,
@@ -480,7 +627,7 @@ async fn drive<C: Cluster>(
         }
         let observe = observe_sessions(&cluster, &journal, last_leader.as_deref(), &mut sessions);
         let _ = tokio::time::timeout(OBSERVE_BUDGET, observe).await;
-        let next = timeline.next_at().unwrap_or(u64::MAX).min(duration_ns);
+        let next = timeline.next_at().unwrap_or(u64::MAX).min(steps.next_at().unwrap_or(u64::MAX)).min(duration_ns);
         let poll = if pending.is_empty() { ROLE_POLL } else { QUEUE_POLL };
         let wait = Duration::from_nanos(next.saturating_sub(journal.now_ns())).min(poll);
         tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
@@ -728,8 +875,13 @@ impl<'a> Timeline<'a> {
             pending.push((fault.end().as_nanos() as u64, Action::End(i)));
         }
         // Ends before starts at one instant, then plan order: a fault that ends as another starts
-        // releases its node first.
-        pending.sort_by_key(|(at, action)| (*at, matches!(action, Action::Start(_)), action_index(*action)));
+        // releases its node first. An instantaneous fault (a clock jump) ends after it starts.
+        let rank = |action: &Action| match action {
+            Action::End(i) if faults[*i].end() == faults[*i].at => 2,
+            Action::Start(_) => 1,
+            Action::End(_) => 0,
+        };
+        pending.sort_by_key(|(at, action)| (*at, rank(action), action_index(*action)));
         pending.reverse();
         Timeline {
             faults,
@@ -807,8 +959,9 @@ impl<'a> Timeline<'a> {
 
 /// A line for the reader when the installed etcd (`installed`) behaves differently from the
 /// release the scenario stands for (`cluster.etcd.version`, default 3.5) in a behaviour this
-/// run can reach: lease checkpoints scheduled by a new leader (with `lease_checkpoint` on), or a
-/// stalled leader's revocations (a pause, slow disk or slow CPU that may hit a server). The
+/// run can reach: lease checkpoints scheduled by a new leader (with `lease_checkpoint` on), a
+/// stalled leader's revocations (a pause, slow disk or slow CPU that may hit a server), or a
+/// deletion at the compact revision (key-value watchers with compaction). The
 /// run's verdicts are judged against the scenario's expectations all the same; where they
 /// differ, this says why they may. `None`: nothing reachable differs.
 pub fn release_note(scenario: &Scenario, faults: &[PlannedFault], installed: EtcdRelease) -> Option<String> {
@@ -827,6 +980,9 @@ pub fn release_note(scenario: &Scenario, faults: &[PlannedFault], installed: Etc
         .filter(|difference| match difference {
             ReleaseDifference::CheckpointsOnPromotion => scenario.cluster.etcd.lease_checkpoint,
             ReleaseDifference::RevocationsAfterStepDown => stalls_a_server,
+            ReleaseDifference::TombstoneAtCompactRevision => {
+                scenario.kv.as_ref().is_some_and(|kv| kv.watchers > 0 && !kv.compact_every.0.is_zero())
+            }
         })
         .map(|difference| difference.to_string())
         .collect();
@@ -875,6 +1031,20 @@ fn push_network(timeline: &mut Timeline<'_>, hosts: &Hosts, links: &mut Option<L
     Ok(())
 }
 
+/// A clock step's kind, node and detail (as the simulator's nemesis words it).
+fn clock_fault(fault: &Fault) -> Option<(FaultKind, String, String)> {
+    let signed = |ns: i64| format!("{}{} ms", if ns < 0 { "-" } else { "+" }, ns.unsigned_abs() / 1_000_000);
+    match fault {
+        Fault::ClockJump { node, by_ns } => {
+            Some((FaultKind::ClockJump, node.clone(), format!("by {}", signed(*by_ns))))
+        }
+        Fault::ClockStrobe { node, by_ns, period } => {
+            Some((FaultKind::ClockStrobe, node.clone(), format!("{} every {} ms", signed(*by_ns), period.as_millis())))
+        }
+        _ => None,
+    }
+}
+
 fn action_index(action: Action) -> usize {
     match action {
         Action::Start(i) | Action::End(i) => i,
@@ -921,6 +1091,14 @@ fn apply<C: Cluster>(
                 };
                 journal.record(NEMESIS, event);
                 timeline.active.push((index, targets));
+                return Ok(());
+            }
+            // A clock step's files are written by the run's `ClockSteps`; the fault is recorded here.
+            if let Some((kind, node, detail)) = clock_fault(&planned.fault) {
+                let event =
+                    Event::Fault { fault: planned.id, phase: Phase::Start, kind, targets: vec![node.clone()], detail };
+                journal.record(NEMESIS, event);
+                timeline.active.push((index, vec![node]));
                 return Ok(());
             }
             let (kind, target) = match &planned.fault {
@@ -982,6 +1160,11 @@ fn apply<C: Cluster>(
                     targets,
                     detail: String::new(),
                 };
+                journal.record(NEMESIS, event);
+                return Ok(());
+            }
+            if let Some((kind, ..)) = clock_fault(&planned.fault) {
+                let event = Event::Fault { fault: planned.id, phase: Phase::End, kind, targets, detail: String::new() };
                 journal.record(NEMESIS, event);
                 return Ok(());
             }
@@ -1196,6 +1379,17 @@ count = 2
         let named =
             BASE.replace("[cluster]\nservers = 3\n", "[cluster]\nservers = 3\n[cluster.etcd]\nversion = \"3.4.23\"\n");
         assert_eq!(note(format!("{named}{}", pause("leader"))), None);
+        // And in a deletion at the compact revision: reached by key-value watchers with compaction.
+        let kv = |extra: &str| {
+            format!(
+                "name = \"t\"\nsummary = \"s\"\nduration = \"10s\"\n[cluster]\nservers = 3\n[kv]\nkeys = 3\n\
+                 interval = \"50ms\"\n{extra}\n[clients]\ncount = 3\n"
+            )
+        };
+        let watched = note(kv("watchers = 1\ncompact_every = \"1s\"")).expect("a note");
+        assert!(watched.contains("compact revision") && watched.contains("3.4.34"), "{watched}");
+        assert_eq!(note(kv("watchers = 1")), None, "no compaction");
+        assert_eq!(note(kv("compact_every = \"1s\"")), None, "no watcher");
     }
 
     #[test]
@@ -1281,9 +1475,11 @@ count = 2
         );
         let error = check(&scenario(&dropped), System::Etcd, 1).unwrap_err();
         assert!(error.field.starts_with("nemesis fault 1 (drop-replies)"), "{error}");
-        let jump = format!("{BASE}[[nemesis]]\nat = \"2s\"\nkind = \"clock-jump\"\ntarget = \"c1\"\nby = \"+5s\"\n");
+        let rate = format!(
+            "{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"clock-rate\"\ntarget = \"c1\"\nrate = 0.5\n"
+        );
         assert!(
-            check(&scenario(&jump), System::Etcd, 1).unwrap_err().field.starts_with("nemesis fault 1 (clock-jump)")
+            check(&scenario(&rate), System::Etcd, 1).unwrap_err().field.starts_with("nemesis fault 1 (clock-rate)")
         );
         // Network faults run in namespaces: where they can be made, they are accepted.
         let partition = format!(
@@ -1325,7 +1521,7 @@ count = 2
     }
 
     #[test]
-    fn the_key_value_workload_runs_on_its_own_apis_system_and_the_rest_is_refused_by_field() {
+    fn the_key_value_workload_runs_on_its_own_apis_system_watchers_on_etcd_and_the_rest_is_refused_by_field() {
         let kv = |api: &str, extra: &str| {
             format!(
                 "name = \"t\"\nsummary = \"s\"\nduration = \"10s\"\n[cluster]\nservers = 3\n[kv]\n{api}\nkeys = 3\n\
@@ -1339,7 +1535,9 @@ count = 2
         assert!(check(&scenario(&zookeeper), System::Zookeeper, 1).is_ok(), "ZooKeeper's API on real ZooKeeper");
         assert_eq!(check(&scenario(&zookeeper), System::Etcd, 1).unwrap_err().field, "kv.api");
         let watched = kv("", "watchers = 1");
-        assert_eq!(check(&scenario(&watched), System::Etcd, 1).unwrap_err().field, "kv.watchers");
+        assert!(check(&scenario(&watched), System::Etcd, 1).is_ok(), "watchers on real etcd");
+        let watched = kv("api = \"zookeeper\"", "watchers = 1");
+        assert_eq!(check(&scenario(&watched), System::Zookeeper, 1).unwrap_err().field, "kv.watchers");
     }
 
     #[test]
@@ -1362,6 +1560,56 @@ count = 2
         assert_eq!(timeline.end_network_fault(3), Some(FaultKind::Latency));
         assert_eq!((timeline.loss(), timeline.latency()), (0.1, Some(Delay { min: ms(1), max: ms(9) })));
         assert_eq!(timeline.end_network_fault(3), None, "ended once");
+    }
+
+    /// A clock step runs on a client and a ZooKeeper server (libfaketime reads its offset from a
+    /// file the orchestrator rewrites), never on an etcd member (Go reads the clock past libc),
+    /// nor on a node whose `[[clock]]` runs at another rate; the steps and records are the
+    /// simulator's schedule, and an instantaneous fault ends right after it starts.
+    #[test]
+    fn clock_steps_run_where_libfaketime_reaches_and_follow_the_simulators_schedule() {
+        if !std::path::Path::new(FAKETIME_LIB).exists() {
+            eprintln!("skipped: {FAKETIME_LIB} is missing (Debian faketime)");
+            return;
+        }
+        let jump = |node: &str| {
+            format!("{BASE}[[nemesis]]\nat = \"2s\"\nkind = \"clock-jump\"\ntarget = \"{node}\"\nby = \"-10s\"\n")
+        };
+        let faults = check(&scenario(&jump("c1")), System::Etcd, 1).expect("a client's wall clock steps");
+        let zk = jump("s1").replace("etcd-mutex", "zk-queue-lock");
+        assert!(check(&scenario(&zk), System::Zookeeper, 1).is_ok(), "so does a ZooKeeper server's");
+        let error = check(&scenario(&jump("s1")), System::Etcd, 1).unwrap_err();
+        assert!(error.field.starts_with("nemesis fault 1 (clock-jump)") && error.message.contains("vDSO"), "{error}");
+        let slow = jump("c1").replace("[resource]", "[[clock]]\nnode = \"c1\"\nrate = 0.5\n\n[resource]");
+        let error = check(&scenario(&slow), System::Etcd, 1).unwrap_err();
+        assert!(error.message.contains("clock[0].rate"), "{error}");
+
+        let dir = std::env::temp_dir().join(format!("coordsim-clock-steps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let steps = ClockSteps::new(&scenario(&jump("c1")), &faults, &dir);
+        let env = clock_env(&scenario(&jump("c1")), &steps);
+        let vars: Vec<&str> = env["c1"].iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            vars,
+            ["LD_PRELOAD", "FAKETIME_TIMESTAMP_FILE", "FAKETIME_NO_CACHE", "FAKETIME_DONT_FAKE_MONOTONIC"]
+        );
+        let planned: Vec<(u64, &str, Option<i64>)> =
+            steps.pending.iter().map(|(at, node, offset, _)| (*at, node.as_str(), *offset)).collect();
+        assert_eq!(
+            planned,
+            [(0, "c1", Some(0)), (0, "c1", None), (2_000_000_000, "c1", Some(-10_000_000_000))],
+            "wall and monotonic from the start, then the wall clock 10 s back"
+        );
+        steps.write_starts().unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("c1.faketime")).unwrap(), "+0.000000000\n");
+        write_offset(&dir.join("c1.faketime"), -10_500_000_000).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("c1.faketime")).unwrap(), "-10.500000000\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let mut timeline = Timeline::new(&faults);
+        let order: Vec<String> =
+            std::iter::from_fn(|| timeline.next_due(u64::MAX)).map(|(at, a)| format!("{at}:{a:?}")).collect();
+        assert_eq!(order, ["2000000000:Start(0)", "2000000000:End(0)"]);
     }
 
     #[test]

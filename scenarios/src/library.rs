@@ -54,6 +54,7 @@ pub const LIBRARY: &[(&str, &str)] = &[
     ("zk-stale-reads-sync", include_str!("../library/zk-stale-reads-sync.toml")),
     ("watch-compaction-gap", include_str!("../library/watch-compaction-gap.toml")),
     ("watch-compaction-gap-fixed", include_str!("../library/watch-compaction-gap-fixed.toml")),
+    ("watch-compaction-gap-on-etcd-3-4-23", include_str!("../library/watch-compaction-gap-on-etcd-3-4-23.toml")),
     ("unsynced-writes-lost", include_str!("../library/unsynced-writes-lost.toml")),
     ("crash-restart-durable", include_str!("../library/crash-restart-durable.toml")),
     ("herd-cas-lock", include_str!("../library/herd-cas-lock.toml")),

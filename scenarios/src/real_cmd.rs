@@ -618,7 +618,7 @@ fn fresh_dir(dir: &Path) -> Result<(), InputError> {
     // What a real run creates in its folder, through its own and its cluster's processes: listed
     // in the folder's manifest, so that the next run removes those and nothing of the user's.
     const RUN_ENTRIES: &[&str] =
-        &["cluster", "clients", "nemesis.jsonl", "resource.json", "resource.jsonl", "resource.log"];
+        &["cluster", "clients", "clocks", "links", "nemesis.jsonl", "resource.json", "resource.jsonl", "resource.log"];
     if crate::owned::clear(dir)? {
         return crate::owned::claim(dir, RUN_ENTRIES);
     }

@@ -152,6 +152,35 @@ fn a_watch_from_now_starts_after_the_current_revision_and_is_judged_from_there()
     assert!(failed >= 4, "the compaction-boundary bug caught on {failed} of 5 seeds");
 }
 
+/// etcd before 3.4.34 and 3.5.16 loses a deletion made at the compact revision for a watch
+/// created there (issue 18089): the same workload and seed fail `watch` on 3.4.23 through a
+/// deletion only, and pass on 3.4.34.
+#[test]
+fn a_deletion_at_the_compact_revision_is_lost_to_a_watch_before_etcd_3_4_34_only() {
+    let text = include_str!("../library/watch-compaction-gap-on-etcd-3-4-23.toml");
+    let on = |version: &str| {
+        let text = text.replace("version = \"3.4.23\"", &format!("version = \"{version}\""));
+        let scenario = coordsim::load::parse("gap.toml", &text).expect("a valid scenario");
+        let coordsim::sweep::SeedResult::Done { history, summary } = coordsim::sweep::run_seed(&scenario, "x", 1)
+        else {
+            panic!("seed 1 runs");
+        };
+        (history, summary)
+    };
+    let (old, old_summary) = on("3.4.23");
+    assert_eq!(old_summary.verdict("watch"), Some(coordsim_checker::verdict::Verdict::Fail));
+    let watch = old_summary.outcomes.iter().find(|o| o.report.property == "watch").expect("watch judged");
+    let gap = watch.report.findings.first().map(|f| f.message.clone()).unwrap_or_default();
+    assert!(gap.contains(" delete "), "only deletions are lost: {gap}");
+    let (new, new_summary) = on("3.4.34");
+    assert_eq!(new_summary.verdict("watch"), Some(coordsim_checker::verdict::Verdict::Pass));
+    // The release changes what watches deliver, nothing the writers do.
+    let writes = |h: &coordsim_checker::history::History| {
+        h.entries.iter().filter(|e| matches!(e.event, Event::Invoke { .. }) && e.node != "c3").count()
+    };
+    assert_eq!(writes(&old), writes(&new));
+}
+
 /// A run that reaches the history's entry limit is stopped there with an error naming the
 /// limit and the true time, and keeps nothing past it; a limit it never reaches changes nothing
 /// (waiting on the stop signal adds no event to the simulation).

@@ -167,6 +167,7 @@ pub async fn simulate_limited(scenario: Scenario, code: ClientCode, limits: Limi
             raft,
             bugs: scenario.bugs,
             lease,
+            keeps_compact_tombstone: scenario.cluster.etcd.release().keeps_tombstone_at_compact_revision(),
             watch_event_cost: scenario.cluster.watch_event_cost.map_or(Duration::ZERO, |cost| cost.0),
             costs: model.as_ref().map(|m| m.server.clone()),
         };

@@ -76,6 +76,7 @@ pub fn run<T: Send + 'static>(seed: u64, servers: usize, scripts: Vec<Script<T>>
                 raft: RaftTiming::default(),
                 bugs: Bugs::default(),
                 lease: crate::lessor::LeasePolicy::default(),
+                keeps_compact_tombstone: true,
                 watch_event_cost: std::time::Duration::ZERO,
                 costs: None,
             };

@@ -118,7 +118,9 @@ pub enum Needs {
     /// The servers' own records (the leader's lease checkpoints, its promotions, exact expiry
     /// times): only the simulator has them.
     ServerRecords,
-    /// Watch streams, which real runs do not record yet.
+    /// Watch streams as the watchers received them: recorded by the key-value workload's
+    /// watchers, in the simulator and on real etcd (each poll a watch created at the next
+    /// revision, real/src/kv/watch.rs); ZooKeeper has no such stream.
     Watchers,
 }
 
@@ -208,26 +210,32 @@ impl Property {
     };
 
     /// The properties a history can decide: all of them for a simulated one; for one recorded on
-    /// a real cluster ([`History::recorded_on`]) those [`Property::FROM_OUTSIDE`], and the lease
+    /// a real cluster ([`History::recorded_on`]) those that need only client records, the lease
     /// properties too where its leases were observed with their renewals
-    /// ([`crate::history::LeaseObservation::renewals_recorded`]).
+    /// ([`crate::history::LeaseObservation::renewals_recorded`]), and the watch properties on
+    /// real etcd.
     pub fn judged_on(history: &crate::history::History) -> Vec<Property> {
-        match history.recorded_on {
+        match history.recorded_on.as_deref() {
             None => Property::ALL.to_vec(),
-            Some(_) => Property::judged_outside(history.lease_observation.is_some_and(|seen| seen.renewals_recorded)),
+            Some(system) => Property::judged_outside(
+                history.lease_observation.is_some_and(|seen| seen.renewals_recorded),
+                system == "real etcd",
+            ),
         }
     }
 
     /// The properties a run outside the simulator decides, in report order: those that need
-    /// only what clients and the resource record, and with `observed_leases` those that need
-    /// leases' lives ([`Needs::ObservedLeases`]).
-    pub fn judged_outside(observed_leases: bool) -> Vec<Property> {
+    /// only what clients and the resource record, with `observed_leases` those that need
+    /// leases' lives ([`Needs::ObservedLeases`]), and with `watch_streams` those that need the
+    /// watchers' streams ([`Needs::Watchers`]).
+    pub fn judged_outside(observed_leases: bool, watch_streams: bool) -> Vec<Property> {
         REGISTRY
             .iter()
             .filter(|spec| match spec.needs {
                 Needs::ClientRecords => true,
                 Needs::ObservedLeases => observed_leases,
-                Needs::ServerRecords | Needs::Watchers => false,
+                Needs::Watchers => watch_streams,
+                Needs::ServerRecords => false,
             })
             .map(|spec| spec.property)
             .collect()

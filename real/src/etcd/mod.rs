@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coordsim_checker::history::{Call, Event, Return};
+use coordsim_sim::clock::ClockKind;
 use coordsim_sim::recipe::{EntryLifetime, EtcdInput, EtcdLock, EtcdRecipe, EtcdStep};
 use coordsim_sim::scenario::Recipe;
 use coordsim_sim::store::{Command, Revision};
@@ -80,7 +81,8 @@ impl LockBackend for EtcdBackend {
         let node = self.config.name.clone();
         let ttl_ms = ttl_seconds(self.lock.ttl_ms) as u64 * 1000;
         let op = journal.invoke(&node, Call::LeaseGrant { ttl_ms });
-        let sent = tokio::time::Instant::now();
+        let clock = DeadlineClock(self.lock.deadline_clock);
+        let sent = clock.now_ns();
         let granted =
             tokio::time::timeout(self.budget(), self.client.lease_grant(ttl_seconds(self.lock.ttl_ms), None)).await;
         let response = match granted {
@@ -103,6 +105,7 @@ impl LockBackend for EtcdBackend {
             lease: self.lease,
             ttl_ms,
             deadline_ms: self.lock.deadline_ms,
+            clock,
             ignore_failures: self.lock.ignore_keepalive_failure,
             session: session.clone(),
             journal: self.journal.clone(),
@@ -310,18 +313,57 @@ enum Failure {
     Refused(String),
 }
 
+/// The clock a client deadline is timed on (`[lock] client_deadline_clock`), read as ns: the
+/// process's monotonic clock (which a `[[clock]]` rate skews) or its wall clock
+/// (`CLOCK_REALTIME`, which a `clock-jump` steps: real/src/run.rs `ClockSteps`).
+#[derive(Clone, Copy)]
+struct DeadlineClock(ClockKind);
+
+impl DeadlineClock {
+    fn now_ns(self) -> i128 {
+        match self.0 {
+            ClockKind::Monotonic => {
+                static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+                BASE.get_or_init(std::time::Instant::now).elapsed().as_nanos() as i128
+            }
+            ClockKind::Wall => match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+                Ok(since) => since.as_nanos() as i128,
+                Err(before) => -(before.duration().as_nanos() as i128),
+            },
+        }
+    }
+
+    /// Returns once this clock reads `deadline_ns` or later. The wall clock is looked at every
+    /// 20 ms at least, so a step back or forward is seen as the simulator's client sees it.
+    async fn past(self, deadline_ns: i128) {
+        loop {
+            let left = deadline_ns - self.now_ns();
+            if left <= 0 {
+                return;
+            }
+            let mut wait = Duration::from_nanos(left.min(u64::MAX as i128) as u64);
+            if self.0 == ClockKind::Wall {
+                wait = wait.min(Duration::from_millis(20));
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
 /// The keepalive loop of one lease, as the simulator's (sim/src/client/session.rs) and etcd
 /// clientv3's: a keepalive every third of the TTL (or of the client deadline, when shorter); the
 /// session ends when etcd says the lease is gone (TTL 0), or when no keepalive sent within the
 /// deadline (by default the TTL) was acknowledged. With a client deadline the deadline is watched
-/// continuously; without, clientv3 notices it only when an attempt ends. Every time here is the
-/// process's own clock (tokio's `Instant`), which a scenario's `[[clock]]` skews.
+/// continuously, on the clock `[lock] client_deadline_clock` names; without, clientv3 notices it
+/// only when an attempt ends. The keepalives' pace is the process's monotonic clock (tokio's
+/// `Instant`), which a scenario's `[[clock]]` skews.
 struct KeepAlive {
     client: etcd::Client,
     node: String,
     lease: i64,
     ttl_ms: u64,
     deadline_ms: Option<u64>,
+    clock: DeadlineClock,
     /// The `ignore_keepalive_failure` bug: nothing a keepalive learns ends the session.
     ignore_failures: bool,
     session: SessionWatch,
@@ -329,27 +371,35 @@ struct KeepAlive {
 }
 
 impl KeepAlive {
-    async fn run(mut self, granted_sent: tokio::time::Instant) {
+    async fn run(mut self, granted_sent: i128) {
         let deadline_ms = self.deadline_ms.unwrap_or(self.ttl_ms);
         let interval = Duration::from_millis((self.ttl_ms.min(deadline_ms) / 3).max(1));
-        let far = || tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+        let clock = self.clock;
         let mut last_ack_sent = granted_sent;
         let mut next = tokio::time::Instant::now() + interval;
         let mut stream: Option<(etcd::LeaseKeeper, etcd::LeaseKeepAliveStream)> = None;
         let (node, lease) = (self.node.clone(), self.lease);
+        let watching = self.deadline_ms.is_some() && !self.ignore_failures;
         loop {
-            let deadline = last_ack_sent + Duration::from_millis(deadline_ms);
-            let watched = if self.deadline_ms.is_some() && !self.ignore_failures { deadline } else { far() };
-            let now = tokio::time::Instant::now();
-            if now >= watched {
+            let deadline = last_ack_sent + i128::from(deadline_ms) * 1_000_000;
+            if watching && clock.now_ns() >= deadline {
                 return self.session.end("client deadline passed");
             }
+            let now = tokio::time::Instant::now();
             if now < next {
-                tokio::time::sleep_until(next.min(watched)).await;
+                if watching {
+                    tokio::select! {
+                        biased;
+                        () = tokio::time::sleep_until(next) => {}
+                        () = clock.past(deadline) => {}
+                    }
+                } else {
+                    tokio::time::sleep_until(next).await;
+                }
                 continue;
             }
             next = now + interval;
-            let sent = now;
+            let sent = clock.now_ns();
             let op = self.journal.invoke(&node, Call::LeaseKeepAlive { lease });
             let client = &mut self.client;
             let attempt = tokio::time::timeout(interval, async {
@@ -360,10 +410,16 @@ impl KeepAlive {
                 keeper.keep_alive().await?;
                 responses.message().await
             });
+            let watched = async {
+                match watching {
+                    true => clock.past(deadline).await,
+                    false => std::future::pending().await,
+                }
+            };
             let answer = tokio::select! {
                 biased;
                 answer = attempt => answer,
-                () = tokio::time::sleep_until(watched) => {
+                () = watched => {
                     self.journal.info(&node, op, "client deadline passed while waiting for the reply");
                     return self.session.end("client deadline passed");
                 }
@@ -384,7 +440,7 @@ impl KeepAlive {
                     self.journal.info(&node, op, "keepalive unanswered");
                 }
             }
-            if tokio::time::Instant::now() >= deadline && !self.ignore_failures {
+            if clock.now_ns() >= deadline && !self.ignore_failures {
                 return self.session.end("no keepalive acknowledged within the deadline");
             }
         }

@@ -5,11 +5,13 @@
 //!
 //! What counts as unknown: a write without an answer within [`OP_BUDGET`], or cut off by a lost
 //! connection, may have been applied (`info`); a write the server turned down was not (`fail`);
-//! a read without an answer changed nothing (`fail`).
+//! a read without an answer changed nothing (`fail`). Watchers follow every change through
+//! etcd's Watch service ([`watch`]).
 //!
 //! [`KvConnection`]: coordsim_sim::kv_workload::KvConnection
 
 mod etcd;
+mod watch;
 mod zookeeper;
 
 use std::sync::Arc;
@@ -29,10 +31,14 @@ const OP_BUDGET: Duration = Duration::from_secs(1);
 /// Runs the client's part of the key-value workload until the process is stopped. A ZooKeeper
 /// client starts with server `index` mod N (c1 is 0).
 pub async fn run(config: &ClientConfig, kv: &KvConfig, journal: Arc<Journal>) -> Result<(), String> {
-    if kv.role == KvRole::Watcher {
-        return Err("watchers of the key-value workload run only in the simulator so far".into());
-    }
     crate::workload::sleep_until(&journal, config.start_ns).await;
+    if kv.role == KvRole::Watcher {
+        // The simulator's watchers use etcd's API whatever the writers use; the runner refuses
+        // them on ZooKeeper before the run.
+        let client = crate::etcd::connect(&config.endpoints, OP_BUDGET).await?;
+        watch::watch(&config.name, &kv.spec, client, journal).await;
+        return Ok(());
+    }
     let clock = LocalClock(tokio::time::Instant::now());
     match config.system {
         System::Etcd => {

@@ -19,6 +19,14 @@
 //!   leadership before revoking, PR 16822, backported as 17465 and 17425). Measured: real etcd
 //!   3.4.23 revoked c1's renewed lease 1 ms after its stalled leader resumed
 //!   (deposed-leader-revokes-on-etcd-3-4-23).
+//! - Before 3.4.34 and 3.5.16, compacting at revision R removed a deleted key's tombstone when
+//!   the deletion was at R itself, so a watch created at R (the oldest revision a watch may
+//!   start at) never delivered that deletion (issue 18089, found by etcd's robustness tests;
+//!   fixed by keeping a tombstone at the compact revision, PR 18274, backported as 18475 and
+//!   18474). A put at R is the key's newest version and survives either way. Measured: real etcd
+//!   3.4.23 skipped the deletion at compact revision 233 for a watch created at 233
+//!   (watch-compaction-gap-on-etcd-3-4-23). A later race between a compaction request and a
+//!   watch opened at its revision (issue 19179, fixed in 3.4.36 and 3.5.18) is not modelled.
 
 use std::fmt;
 use std::str::FromStr;
@@ -68,6 +76,17 @@ impl EtcdRelease {
         }
     }
 
+    /// Whether compaction at revision R keeps a deletion made at R for a watch created at R
+    /// (etcd ≥ 3.4.34, ≥ 3.5.16, 3.6); before, the tombstone went with the compaction and the
+    /// watch never delivered the deletion.
+    pub fn keeps_tombstone_at_compact_revision(&self) -> bool {
+        match self.minor {
+            4 => self.at_least(4, 34),
+            5 => self.at_least(5, 16),
+            _ => true,
+        }
+    }
+
     /// The behaviours modelled by release in which this release and `other` differ, each as a
     /// phrase with the releases that changed it (empty: they behave alike here).
     pub fn differences_from(&self, other: &EtcdRelease) -> Vec<ReleaseDifference> {
@@ -77,6 +96,9 @@ impl EtcdRelease {
         }
         if self.revokes_only_while_leading() != other.revokes_only_while_leading() {
             differences.push(ReleaseDifference::RevocationsAfterStepDown);
+        }
+        if self.keeps_tombstone_at_compact_revision() != other.keeps_tombstone_at_compact_revision() {
+            differences.push(ReleaseDifference::TombstoneAtCompactRevision);
         }
         differences
     }
@@ -109,6 +131,9 @@ pub enum ReleaseDifference {
     /// (fixed in 3.4.31, 3.5.13): reached only when a server stalls (a pause, a slow disk or
     /// CPU).
     RevocationsAfterStepDown,
+    /// Whether a watch created at the compact revision gets a deletion made at that revision
+    /// (fixed in 3.4.34, 3.5.16): reached only by key-value watchers with compaction.
+    TombstoneAtCompactRevision,
 }
 
 impl fmt::Display for ReleaseDifference {
@@ -119,6 +144,9 @@ impl fmt::Display for ReleaseDifference {
             }
             ReleaseDifference::RevocationsAfterStepDown => {
                 "whether a stalled leader's lease revocations commit after it steps down (until 3.4.31 and 3.5.13)"
+            }
+            ReleaseDifference::TombstoneAtCompactRevision => {
+                "whether a watch created at the compact revision gets a deletion made there (since 3.4.34 and 3.5.16)"
             }
         })
     }
@@ -194,6 +222,23 @@ mod tests {
     }
 
     #[test]
+    fn the_tombstone_at_the_compact_revision_is_kept_from_3_4_34_and_3_5_16() {
+        let keeps = |text: &str| release(text).keeps_tombstone_at_compact_revision();
+        assert!(!keeps("3.4.23") && !keeps("3.4.33") && keeps("3.4.34") && keeps("3.4"));
+        assert!(!keeps("3.5.0") && !keeps("3.5.15") && keeps("3.5.16") && keeps("3.5") && keeps("3.6.0"));
+        assert!(
+            release("3.4.23")
+                .differences_from(&release("3.5"))
+                .contains(&ReleaseDifference::TombstoneAtCompactRevision)
+        );
+        assert!(
+            !release("3.4.34")
+                .differences_from(&release("3.5"))
+                .contains(&ReleaseDifference::TombstoneAtCompactRevision)
+        );
+    }
+
+    #[test]
     fn promotion_schedules_checkpoints_from_3_4_20_and_3_5_2() {
         let schedules = |text: &str| release(text).schedules_checkpoints_on_promotion();
         assert!(!schedules("3.4.0") && !schedules("3.4.19") && schedules("3.4.20") && schedules("3.4"));
@@ -224,12 +269,21 @@ mod tests {
         assert_eq!(release("3.4.23").differences_from(&release("3.4.22")), vec![]);
         assert_eq!(
             release("3.4.23").differences_from(&release("3.5")),
-            vec![ReleaseDifference::RevocationsAfterStepDown]
+            vec![ReleaseDifference::RevocationsAfterStepDown, ReleaseDifference::TombstoneAtCompactRevision]
         );
         assert_eq!(
             release("3.4.19").differences_from(&release("3.6")),
-            vec![ReleaseDifference::CheckpointsOnPromotion, ReleaseDifference::RevocationsAfterStepDown]
+            vec![
+                ReleaseDifference::CheckpointsOnPromotion,
+                ReleaseDifference::RevocationsAfterStepDown,
+                ReleaseDifference::TombstoneAtCompactRevision
+            ]
+        );
+        assert_eq!(
+            release("3.4.31").differences_from(&release("3.5")),
+            vec![ReleaseDifference::TombstoneAtCompactRevision]
         );
         assert!(ReleaseDifference::RevocationsAfterStepDown.to_string().contains("3.4.31"));
+        assert!(ReleaseDifference::TombstoneAtCompactRevision.to_string().contains("3.4.34"));
     }
 }

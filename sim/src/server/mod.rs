@@ -66,6 +66,9 @@ pub struct ServerSpec {
     pub bugs: Bugs,
     /// How the lessor checkpoints and promotes (`cluster.etcd`).
     pub lease: LeasePolicy,
+    /// Whether compaction keeps a deletion made at the compact revision for a watch created
+    /// there (`cluster.etcd.version`: `EtcdRelease::keeps_tombstone_at_compact_revision`).
+    pub keeps_compact_tombstone: bool,
     /// True time the apply loop spends per watcher notified of an event (`cluster.watch_event_cost`).
     pub watch_event_cost: Duration,
     /// The time model's server costs (`[timing]`); `None`: serving costs nothing.
@@ -81,6 +84,7 @@ struct Server {
     endpoint: Endpoint,
     members: BTreeMap<u64, SocketAddr>,
     bugs: Bugs,
+    keeps_compact_tombstone: bool,
     applied: Arc<Mutex<Applied>>,
     lessor: Arc<Mutex<Lessor>>,
     /// Notified after every applied command: wakes watch long-polls.
@@ -165,6 +169,7 @@ pub async fn serve(spec: ServerSpec, durable: Arc<Mutex<Durable>>, clock: Clock,
         endpoint: endpoint.clone(),
         members: spec.members.clone(),
         bugs: spec.bugs,
+        keeps_compact_tombstone: spec.keeps_compact_tombstone,
         applied,
         lessor,
         applied_notify,
@@ -595,10 +600,16 @@ impl Server {
             let header_revision = {
                 let applied = lock(&self.applied);
                 let events = applied.store.events(&range, from, options.prev_kv).map(|mut events| {
+                    let at_compact_revision = from == applied.store.compact_revision();
                     // The bug (etcd issues 18089, 19179; docs/cases/05): a watch from exactly
                     // the compact revision loses that revision's events.
-                    if self.bugs.watch_skip_at_compaction && from == applied.store.compact_revision() {
+                    if self.bugs.watch_skip_at_compaction && at_compact_revision {
                         events.retain(|event| event.kv.mod_revision != from);
+                    }
+                    // An etcd release before 3.4.34 and 3.5.16 removed a tombstone at the compact
+                    // revision with the compaction: that deletion is gone for a watch from it.
+                    if !self.keeps_compact_tombstone && at_compact_revision {
+                        events.retain(|event| !(event.kind == EventKind::Delete && event.kv.mod_revision == from));
                     }
                     events.retain(|event| match event.kind {
                         EventKind::Put => !options.no_put,
