@@ -37,6 +37,7 @@ pub mod session;
 pub mod testbed;
 pub mod workload;
 pub mod zk;
+pub mod zk_frames;
 
 use coordsim_checker::properties::Property;
 

@@ -25,8 +25,11 @@
 //! Control: the proxy listens on a Unix socket in the run's folder (reachable from every
 //! namespace); the orchestrator connects once, reads `port N` (where the proxy listens on
 //! 127.0.0.1), then writes one line per peer whenever a delay changes:
-//! `link <peer ip> <request min ns> <request max ns> <reply min ns> <reply max ns>`. The proxy
-//! exits when that connection closes, so a killed orchestrator leaves no proxy behind.
+//! `link <peer ip> <request min ns> <request max ns> <reply min ns> <reply max ns> <lost>`, where
+//! `<lost>` names the replies the node loses on that link (`none`, `pings`, `creates`, `writes`,
+//! `all`: `drop-replies` on ZooKeeper connections, which a proxy started with `--zookeeper-port`
+//! reads packet by packet, real/src/zk_frames.rs). The proxy exits when that connection closes,
+//! so a killed orchestrator leaves no proxy behind.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -38,13 +41,14 @@ use std::time::Duration;
 use crate::netns::Network;
 use crate::procs::Procs;
 use crate::proxy::{Delay, LinkState, Links};
+use crate::zk_frames::LostReplies;
 
 /// The mark of the proxies' own sockets, which the redirect rule passes ("cs").
 pub const MARK: u32 = 0x6373;
 
-/// `coordsim real-link --control <socket>`: serves until the orchestrator's control connection
-/// closes.
-pub fn main(control: &Path) -> Result<(), String> {
+/// `coordsim real-link --control <socket> [--zookeeper-port P]`: serves until the orchestrator's
+/// control connection closes; connections to port `P` are read as ZooKeeper's protocol.
+pub fn main(control: &Path, zookeeper_port: Option<u16>) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -56,7 +60,7 @@ pub fn main(control: &Path) -> Result<(), String> {
         let unix = tokio::net::UnixListener::bind(control).map_err(|e| format!("{}: {e}", control.display()))?;
         let (stream, _) = unix.accept().await.map_err(|e| format!("{}: {e}", control.display()))?;
         let links = Links::default();
-        let serving = tokio::spawn(crate::proxy::serve_transparent(listener, links.clone(), MARK));
+        let serving = tokio::spawn(crate::proxy::serve_transparent(listener, links.clone(), MARK, zookeeper_port));
         let result = control_loop(stream, port, &links).await;
         serving.abort();
         result
@@ -77,24 +81,29 @@ async fn control_loop(stream: tokio::net::UnixStream, port: u16, links: &Links) 
 
 fn parse_line(line: &str) -> Option<(Ipv4Addr, LinkState)> {
     let fields: Vec<&str> = line.split_whitespace().collect();
-    let [tag, ip, numbers @ ..] = fields.as_slice() else { return None };
+    let [tag, ip, numbers @ .., lost] = fields.as_slice() else { return None };
     if *tag != "link" || numbers.len() != 4 {
         return None;
     }
     let ns: Vec<u64> = numbers.iter().map(|n| n.parse().ok()).collect::<Option<_>>()?;
     let delay = |min: u64, max: u64| Delay { min: Duration::from_nanos(min), max: Duration::from_nanos(max) };
-    let state =
-        LinkState { request_delay: delay(ns[0], ns[1]), reply_delay: delay(ns[2], ns[3]), ..LinkState::default() };
+    let state = LinkState {
+        request_delay: delay(ns[0], ns[1]),
+        reply_delay: delay(ns[2], ns[3]),
+        lost_replies: LostReplies::parse(lost)?,
+        ..LinkState::default()
+    };
     Some((ip.parse().ok()?, state))
 }
 
-fn line(peer: Ipv4Addr, request: Delay, reply: Delay) -> String {
+fn line(peer: Ipv4Addr, request: Delay, reply: Delay, lost: LostReplies) -> String {
     format!(
-        "link {peer} {} {} {} {}\n",
+        "link {peer} {} {} {} {} {}\n",
         request.min.as_nanos(),
         request.max.as_nanos(),
         reply.min.as_nanos(),
-        reply.max.as_nanos()
+        reply.max.as_nanos(),
+        lost.name()
     )
 }
 
@@ -140,6 +149,7 @@ impl LinkControl {
         procs: &Procs,
         exe: &Path,
         dir: &Path,
+        zookeeper_port: Option<u16>,
     ) -> Result<LinkControl, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut sockets: Vec<(String, PathBuf)> = Vec::new();
@@ -147,6 +157,9 @@ impl LinkControl {
             let socket = dir.join(format!("{node}.sock"));
             let mut command = std::process::Command::new(exe);
             command.arg("real-link").arg("--control").arg(&socket);
+            if let Some(port) = zookeeper_port {
+                command.arg("--zookeeper-port").arg(port.to_string());
+            }
             procs.spawn(&format!("link-{node}"), net.wrap(node, &command), &dir.join(format!("{node}.log")))?;
             sockets.push((node.clone(), socket));
         }
@@ -168,14 +181,20 @@ impl LinkControl {
         Ok(LinkControl { proxies, addresses })
     }
 
-    /// Gives every proxy the delays of its links in `table` (missing links: none).
-    pub fn set(&mut self, table: &BTreeMap<(String, String), Delay>) -> Result<(), String> {
+    /// Gives every proxy the delays of its links in `table` (missing links: none) and the replies
+    /// each node loses in `lost` (missing nodes: none), on every link it opened.
+    pub fn set(
+        &mut self,
+        table: &BTreeMap<(String, String), Delay>,
+        lost: &BTreeMap<String, LostReplies>,
+    ) -> Result<(), String> {
         for (node, stream) in &mut self.proxies {
             let mut text = String::new();
+            let lost = lost.get(node).copied().unwrap_or_default();
             for (peer, ip) in self.addresses.iter().filter(|(peer, _)| *peer != node) {
                 let get =
                     |from: &str, to: &str| table.get(&(from.to_string(), to.to_string())).copied().unwrap_or_default();
-                text.push_str(&line(*ip, get(node, peer), get(peer, node)));
+                text.push_str(&line(*ip, get(node, peer), get(peer, node), lost));
             }
             stream.write_all(text.as_bytes()).map_err(|e| format!("the link proxy of {node}: {e}"))?;
         }
@@ -228,11 +247,14 @@ mod tests {
     fn a_control_line_round_trips_and_a_bad_one_is_refused() {
         let ms = Duration::from_millis;
         let (request, reply) = (Delay { min: ms(1), max: ms(40) }, Delay::fixed(ms(30)));
-        let text = line(Ipv4Addr::new(10, 213, 7, 2), request, reply);
+        let text = line(Ipv4Addr::new(10, 213, 7, 2), request, reply, LostReplies::Creates);
         let (peer, state) = parse_line(text.trim()).unwrap();
         assert_eq!(peer, Ipv4Addr::new(10, 213, 7, 2));
         assert_eq!((state.request_delay, state.reply_delay), (request, reply));
-        assert!(parse_line("link 10.213.7.2 1 2 3").is_none());
-        assert!(parse_line("cut 10.213.7.2 1 2 3 4").is_none());
+        assert_eq!(state.lost_replies, LostReplies::Creates);
+        assert!(parse_line("link 10.213.7.2 1 2 3 none").is_none());
+        assert!(parse_line("link 10.213.7.2 1 2 3 4").is_none(), "no lost replies word");
+        assert!(parse_line("link 10.213.7.2 1 2 3 4 some").is_none());
+        assert!(parse_line("cut 10.213.7.2 1 2 3 4 none").is_none());
     }
 }

@@ -32,6 +32,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::zk_frames::{self, LostReplies};
+
 /// What a link lets through now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LinkState {
@@ -46,6 +48,9 @@ pub struct LinkState {
     /// Bumped to drop every open connection (the client sees its connection closed, as when a
     /// server drops its clients).
     pub generation: u64,
+    /// Replies lost on the way back, on a connection read as ZooKeeper's protocol
+    /// ([`crate::zk_frames`]; `drop-replies` on real ZooKeeper).
+    pub lost_replies: LostReplies,
 }
 
 /// Which way bytes flow.
@@ -161,7 +166,7 @@ async fn accept(listener: TcpListener, upstream: SocketAddr, state: watch::Recei
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((client, _)) = accepted else { continue };
-                connections.spawn(forward(client, TcpStream::connect(upstream), state.clone()));
+                connections.spawn(forward(client, TcpStream::connect(upstream), state.clone(), false));
             }
             // Reap finished connections so a long run does not keep their results.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -169,11 +174,14 @@ async fn accept(listener: TcpListener, upstream: SocketAddr, state: watch::Recei
     }
 }
 
-/// One connection: a pump each way, until both ends close or the connections are dropped.
+/// One connection: a pump each way, until both ends close or the connections are dropped. With
+/// `zookeeper`, the connection is read as ZooKeeper's client protocol, so that the link can lose
+/// the replies its state names.
 async fn forward(
     client: TcpStream,
     connect: impl std::future::Future<Output = std::io::Result<TcpStream>>,
     mut state: watch::Receiver<LinkState>,
+    zookeeper: bool,
 ) {
     let generation = state.borrow().generation;
     let server = tokio::select! {
@@ -187,8 +195,9 @@ async fn forward(
     let _ = server.set_nodelay(true);
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let requests = pump(client_read, server_write, state.clone(), Way::Request);
-    let replies = pump(server_read, client_write, state.clone(), Way::Reply);
+    let framing = zookeeper.then(|| Arc::new(Mutex::new(zk_frames::Connection::default())));
+    let requests = pump(client_read, server_write, state.clone(), Way::Request, framing.clone());
+    let replies = pump(server_read, client_write, state.clone(), Way::Reply, framing);
     tokio::select! {
         _ = async { tokio::join!(requests, replies) } => {}
         () = dropped(&mut state, generation) => {}
@@ -202,23 +211,61 @@ async fn dropped(state: &mut watch::Receiver<LinkState>, generation: u64) {
 
 /// Copies one way. The reader waits while the way is cut, so the sender's kernel buffers fill as
 /// in a partition; the writer delivers each chunk no sooner than its delay after it was read, so
-/// pipelined chunks keep their spacing.
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, state: watch::Receiver<LinkState>, way: Way) {
-    let (chunks, mut queued) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+/// pipelined chunks keep their spacing. With `framing` (a ZooKeeper connection) the reader cuts
+/// the stream into packets: a request's is noted, a reply the link loses now is skipped or ends
+/// the connection in its place ([`zk_frames`]): the writer closes its end and delivers nothing more.
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    state: watch::Receiver<LinkState>,
+    way: Way,
+    framing: Option<Arc<Mutex<zk_frames::Connection>>>,
+) {
+    // `None`: the reply in hand is lost with the connection.
+    let (chunks, mut queued) = mpsc::unbounded_channel::<(Instant, Option<Vec<u8>>)>();
     let mut read_state = state.clone();
     let reader = async move {
         let mut buf = vec![0u8; 16 * 1024];
+        let mut packets = zk_frames::Packets::default();
         loop {
             if read_state.wait_for(|s| s.open(way)).await.is_err() {
                 return;
             }
-            match from.read(&mut buf).await {
+            let n = match from.read(&mut buf).await {
                 Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    if chunks.send((Instant::now(), buf[..n].to_vec())).is_err() {
-                        return;
-                    }
+                Ok(n) => n,
+            };
+            let Some(framing) = &framing else {
+                if chunks.send((Instant::now(), Some(buf[..n].to_vec()))).is_err() {
+                    return;
                 }
+                continue;
+            };
+            // Whole packets only: a reply is judged before a byte of it is sent on.
+            let lost = read_state.borrow().lost_replies;
+            let mut out = Vec::new();
+            let mut closed = false;
+            for packet in packets.push(&buf[..n]) {
+                let mut connection = framing.lock().expect("zk framing lock poisoned");
+                match way {
+                    Way::Request => connection.request(&packet),
+                    Way::Reply => match connection.reply(&packet, lost) {
+                        zk_frames::Verdict::Deliver => {}
+                        zk_frames::Verdict::Skip => continue,
+                        zk_frames::Verdict::Close => {
+                            closed = true;
+                            break;
+                        }
+                    },
+                }
+                out.extend_from_slice(&packet);
+            }
+            if !out.is_empty() && chunks.send((Instant::now(), Some(out))).is_err() {
+                return;
+            }
+            if closed {
+                let _ = chunks.send((Instant::now(), None));
+                return;
             }
         }
     };
@@ -226,6 +273,7 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, state: watch::Rec
     let mut random = Random::new();
     let writer = async move {
         while let Some((read_at, chunk)) = queued.recv().await {
+            let Some(chunk) = chunk else { break };
             let delay = write_state.borrow().delay(way).draw(random.next());
             tokio::time::sleep_until(read_at + delay).await;
             if write_state.wait_for(|s| s.open(way)).await.is_err() || to.write_all(&chunk).await.is_err() {
@@ -279,8 +327,9 @@ impl Links {
 /// Serves the connections nftables redirected to `listener` (each keeps the address it was
 /// opened to, read back with `SO_ORIGINAL_DST`): each goes on to that address through a socket
 /// marked `mark`, so that the node's redirect rule lets it pass, under `links`' state for that
-/// peer. Runs until the listener fails.
-pub async fn serve_transparent(listener: TcpListener, links: Links, mark: u32) {
+/// peer; one to `zookeeper_port` is read as ZooKeeper's client protocol. Runs until the listener
+/// fails.
+pub async fn serve_transparent(listener: TcpListener, links: Links, mark: u32, zookeeper_port: Option<u16>) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -288,7 +337,8 @@ pub async fn serve_transparent(listener: TcpListener, links: Links, mark: u32) {
                 let Ok((client, _)) = accepted else { continue };
                 let Some(upstream) = original_destination(&client) else { continue };
                 let state = links.sender(*upstream.ip()).subscribe();
-                connections.spawn(forward(client, connect_marked(upstream, mark), state));
+                let zookeeper = zookeeper_port == Some(upstream.port());
+                connections.spawn(forward(client, connect_marked(upstream, mark), state, zookeeper));
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }

@@ -19,7 +19,7 @@ use coordsim_sim::kv_workload::KvRole;
 use coordsim_sim::nemesis::compose::{self, Composition};
 use coordsim_sim::nemesis::links::{self, Link};
 use coordsim_sim::nemesis::plan::{self, Fault, Partition, PlannedFault, Target};
-use coordsim_sim::scenario::{KeepAliveMode, KvApi, KvSpec, LockSpec, Recipe, Scenario};
+use coordsim_sim::scenario::{KeepAliveMode, KvApi, KvSpec, LockSpec, Recipe, ReplyKind, Scenario};
 
 use crate::cluster::etcd::EtcdCluster;
 use crate::cluster::zookeeper::ZkEnsemble;
@@ -29,6 +29,7 @@ use crate::journal::{self, Journal};
 use crate::links::LinkControl;
 use crate::procs::{self, Procs};
 use crate::proxy::Delay;
+use crate::zk_frames::LostReplies;
 
 /// libfaketime (Debian `faketime`), the multithreaded build: preloaded into a process whose
 /// clock the scenario skews, it shifts the wall clock by the offset and runs every clock and
@@ -273,13 +274,22 @@ pub fn check(scenario: &Scenario, system: System, run: u64) -> Result<Vec<Planne
                      this runner does not set up",
                 ));
             }
+            // The scenario's own check has made the target a client.
             Fault::DropReplies { .. } => {
-                return Err(unsupported(
-                    field,
-                    "dropped replies run only in the simulator so far: in a TCP stream one reply \
-                     cannot be dropped alone (the next ones would be lost with it), and telling a \
-                     write's reply from a keepalive's needs the gRPC or jute framing",
-                ));
+                if system == System::Etcd {
+                    return Err(unsupported(
+                        field,
+                        "lost replies from etcd: its replies are HTTP/2 frames whose headers are \
+                         compressed against the connection's whole history (HPACK), so one cannot be \
+                         taken out or told apart without decoding the stream; on real ZooKeeper they run",
+                    ));
+                }
+                if let Some(reason) = crate::netns::unavailable() {
+                    return Err(unsupported(
+                        field,
+                        format!("lost replies go through a link proxy in a network namespace per node: {reason}"),
+                    ));
+                }
             }
             Fault::ClockJump { node, .. } | Fault::ClockStrobe { node, .. } => {
                 if system == System::Etcd && node.starts_with('s') {
@@ -432,12 +442,17 @@ pub async fn run(scenario: &Scenario, system: System, run: u64, dir: &Path, exe:
     let mut links = None;
     if let Some(net) = &hosts.net
         && (preset.is_some()
-            || faults.iter().any(|f| matches!(f.fault, Fault::Latency { .. } | Fault::LinkDelay { .. })))
+            || faults.iter().any(|f| {
+                matches!(f.fault, Fault::Latency { .. } | Fault::LinkDelay { .. } | Fault::DropReplies { .. })
+            }))
     {
-        let mut control = crate::links::LinkControl::start(net, &nodes, RESOURCE, &procs, exe, &dirs.links()).await?;
+        // A client's connections to ZooKeeper are read as its protocol, to lose chosen replies.
+        let zookeeper_port = (system == System::Zookeeper).then_some(crate::cluster::zookeeper::CLIENT_PORT);
+        let mut control =
+            crate::links::LinkControl::start(net, &nodes, RESOURCE, &procs, exe, &dirs.links(), zookeeper_port).await?;
         if preset.is_some() {
             // In force before the servers open their connections, for the whole run.
-            control.set(&crate::links::delays(&control.nodes(), preset, &[]))?;
+            control.set(&crate::links::delays(&control.nodes(), preset, &[]), &Default::default())?;
         }
         links = Some(control);
     }
@@ -860,6 +875,9 @@ struct Timeline<'a> {
     composed: Composition<String>,
     /// Active link delays, by plan index.
     link_delays: std::collections::BTreeMap<usize, (String, String, Duration)>,
+    /// Active lost replies (`drop-replies` on real ZooKeeper): the node whose replies are lost,
+    /// and which, by plan index.
+    lost: std::collections::BTreeMap<usize, (String, ReplyKind)>,
     /// The cuts and loss the namespaces' rules hold now (none written yet: `None`).
     applied_rules: Option<(BTreeSet<Link>, f64)>,
     /// Every link's delay while no latency fault is in force: the scenario's network preset
@@ -890,9 +908,31 @@ impl<'a> Timeline<'a> {
             cuts: Default::default(),
             composed: Composition::default(),
             link_delays: Default::default(),
+            lost: Default::default(),
             applied_rules: None,
             base_latency: None,
         }
+    }
+
+    /// Each node's lost replies under the active `drop-replies` faults: the widest kind when
+    /// several hit one node (all, then writes, then creates, then pings).
+    fn lost_replies(&self) -> std::collections::BTreeMap<String, LostReplies> {
+        let rank = |lost: LostReplies| match lost {
+            LostReplies::All => 4,
+            LostReplies::Writes => 3,
+            LostReplies::Creates => 2,
+            LostReplies::Pings => 1,
+            LostReplies::None => 0,
+        };
+        let mut table = std::collections::BTreeMap::new();
+        for (node, kind) in self.lost.values() {
+            let lost = lost_replies(*kind);
+            let entry = table.entry(node.clone()).or_insert(LostReplies::None);
+            if rank(lost) > rank(*entry) {
+                *entry = lost;
+            }
+        }
+        table
     }
 
     /// Starts fault `index` if it is packet loss, latency or a link delay: its kind, targets and
@@ -1009,7 +1049,11 @@ pub fn preset_delay(scenario: &Scenario) -> Option<Delay> {
 fn is_network_fault(fault: &Fault) -> bool {
     matches!(
         fault,
-        Fault::Partition { .. } | Fault::PacketLoss { .. } | Fault::Latency { .. } | Fault::LinkDelay { .. }
+        Fault::Partition { .. }
+            | Fault::PacketLoss { .. }
+            | Fault::Latency { .. }
+            | Fault::LinkDelay { .. }
+            | Fault::DropReplies { .. }
     )
 }
 
@@ -1026,9 +1070,30 @@ fn push_network(timeline: &mut Timeline<'_>, hosts: &Hosts, links: &mut Option<L
     }
     if let Some(control) = links {
         let link_delays: Vec<_> = timeline.link_delays.values().cloned().collect();
-        control.set(&crate::links::delays(&control.nodes(), timeline.latency(), &link_delays))?;
+        control
+            .set(&crate::links::delays(&control.nodes(), timeline.latency(), &link_delays), &timeline.lost_replies())?;
     }
     Ok(())
+}
+
+/// The replies a link loses for one `drop-replies` kind (real/src/zk_frames.rs).
+fn lost_replies(kind: ReplyKind) -> LostReplies {
+    match kind {
+        ReplyKind::KeepAlive => LostReplies::Pings,
+        ReplyKind::Create => LostReplies::Creates,
+        ReplyKind::Write => LostReplies::Writes,
+        ReplyKind::All => LostReplies::All,
+    }
+}
+
+/// The name the simulator's nemesis gives a reply kind in a fault's detail.
+fn reply_name(kind: ReplyKind) -> &'static str {
+    match kind {
+        ReplyKind::All => "all",
+        ReplyKind::Write => "write",
+        ReplyKind::KeepAlive => "keepalive",
+        ReplyKind::Create => "create",
+    }
 }
 
 /// A clock step's kind, node and detail (as the simulator's nemesis words it).
@@ -1091,6 +1156,21 @@ fn apply<C: Cluster>(
                 };
                 journal.record(NEMESIS, event);
                 timeline.active.push((index, targets));
+                return Ok(());
+            }
+            if let Fault::DropReplies { target, replies } = &planned.fault {
+                let Some(node) = resolve(target, cluster, clients, leader, planned.id) else { return Ok(()) };
+                timeline.lost.insert(index, (node.clone(), *replies));
+                push_network(timeline, hosts, links)?;
+                let event = Event::Fault {
+                    fault: planned.id,
+                    phase: Phase::Start,
+                    kind: FaultKind::DropReplies,
+                    targets: vec![node.clone()],
+                    detail: format!("drop {} replies", reply_name(*replies)),
+                };
+                journal.record(NEMESIS, event);
+                timeline.active.push((index, vec![node]));
                 return Ok(());
             }
             // A clock step's files are written by the run's `ClockSteps`; the fault is recorded here.
@@ -1160,6 +1240,13 @@ fn apply<C: Cluster>(
                     targets,
                     detail: String::new(),
                 };
+                journal.record(NEMESIS, event);
+                return Ok(());
+            }
+            if timeline.lost.remove(&index).is_some() {
+                push_network(timeline, hosts, links)?;
+                let kind = FaultKind::DropReplies;
+                let event = Event::Fault { fault: planned.id, phase: Phase::End, kind, targets, detail: String::new() };
                 journal.record(NEMESIS, event);
                 return Ok(());
             }
@@ -1610,6 +1697,26 @@ count = 2
         let order: Vec<String> =
             std::iter::from_fn(|| timeline.next_due(u64::MAX)).map(|(at, a)| format!("{at}:{a:?}")).collect();
         assert_eq!(order, ["2000000000:Start(0)", "2000000000:End(0)"]);
+    }
+
+    /// Lost replies run on real ZooKeeper (the clients' link proxies read its protocol), not
+    /// from etcd (HTTP/2).
+    #[test]
+    fn lost_replies_run_to_zookeeper_clients_only() {
+        let drop = |target: &str, recipe: &str| {
+            let text = format!(
+                "{BASE}[[nemesis]]\nat = \"2s\"\nfor = \"5s\"\nkind = \"drop-replies\"\ntarget = \"{target}\"\nreplies = \"create\"\n"
+            );
+            scenario(&text.replace("etcd-mutex", recipe))
+        };
+        let error = check(&drop("c1", "etcd-mutex"), System::Etcd, 1).unwrap_err();
+        assert!(error.message.contains("HPACK"), "{error}");
+        if crate::netns::unavailable().is_none() {
+            assert!(check(&drop("c1", "zk-queue-lock"), System::Zookeeper, 1).is_ok());
+            assert!(check(&drop("client", "zk-queue-lock"), System::Zookeeper, 1).is_ok());
+        }
+        assert_eq!(lost_replies(ReplyKind::KeepAlive), LostReplies::Pings);
+        assert_eq!(lost_replies(ReplyKind::Create), LostReplies::Creates);
     }
 
     #[test]

@@ -67,7 +67,7 @@ fn a_redirected_connection_takes_each_ways_delay() {
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             ready.send(listener.local_addr().unwrap().port()).unwrap();
-            coordsim_real::proxy::serve_transparent(listener, proxy_links, MARK).await;
+            coordsim_real::proxy::serve_transparent(listener, proxy_links, MARK, None).await;
         });
     });
     net.redirect("c1", bound.recv().unwrap(), MARK).unwrap();

@@ -127,6 +127,9 @@ pub struct ClientArgs {
 pub struct LinkArgs {
     #[arg(long)]
     control: PathBuf,
+    /// Read connections to this port as ZooKeeper's client protocol (to lose chosen replies).
+    #[arg(long)]
+    zookeeper_port: Option<u16>,
 }
 
 /// What a real run needs on the machine: (what, path, needed for).
@@ -404,7 +407,7 @@ pub fn link(_: LinkArgs) -> Result<ExitCode, InputError> {
 
 #[cfg(feature = "real")]
 pub fn link(args: LinkArgs) -> Result<ExitCode, InputError> {
-    coordsim_real::links::main(&args.control).map_err(InputError::Usage)?;
+    coordsim_real::links::main(&args.control, args.zookeeper_port).map_err(InputError::Usage)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,6 +10,11 @@ use std::time::Duration;
 use super::{Cluster, Hosts, START_TIMEOUT};
 use crate::procs::Procs;
 
+/// The port a server listens to clients on: ZooKeeper's usual one (in a run's namespaces; on
+/// 127.0.0.1 a free port instead). The link proxies read connections to it as ZooKeeper's
+/// protocol (real/src/zk_frames.rs).
+pub const CLIENT_PORT: u16 = 2181;
+
 pub const JAVA: &str = "/usr/bin/java";
 /// The server jar; its manifest's Class-Path names every dependency under /usr/share/java.
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
@@ -37,7 +42,7 @@ impl ZkEnsemble {
     pub async fn start(dir: &Path, count: usize, procs: Arc<Procs>, hosts: Hosts) -> Result<ZkEnsemble, String> {
         let mut ports = Vec::new();
         for _ in 0..count {
-            ports.push((hosts.port(2181)?, hosts.port(2888)?, hosts.port(3888)?));
+            ports.push((hosts.port(CLIENT_PORT)?, hosts.port(2888)?, hosts.port(3888)?));
         }
         let peers: String = ports
             .iter()

@@ -1,0 +1,218 @@
+//! ZooKeeper's client protocol as a link proxy reads it, to lose chosen replies (`drop-replies`
+//! on real ZooKeeper). Pure: bytes in, decisions out.
+//!
+//! The wire format (ZooKeeper's `ClientCnxn` and `jute` records, zookeeper-client's
+//! `proto` module): every packet is a 4-byte big-endian length and that many bytes. A
+//! connection opens with a `ConnectRequest` and its `ConnectResponse` (no header); then each
+//! request starts with a `RequestHeader` (`xid: int, type: int`) and each reply with a
+//! `ReplyHeader` (`xid: int, zxid: long, err: int`). Replies come in the order of the requests;
+//! a ping has xid -2 and a watch notification xid -1, neither in that order.
+//!
+//! What losing a reply means: a ping's reply is skipped (a ZooKeeper client checks a ping reply
+//! before it checks the order of replies, so the stream stays whole; the client's read timeout
+//! then does what a lost heartbeat does). Any other reply cannot be taken out of a TCP stream
+//! alone: the next reply would arrive out of order, which a ZooKeeper client takes for a broken
+//! connection. So the proxy closes the connection in its place, before a byte of that reply
+//! reaches the client: the request was applied, and the client learns of it only as
+//! connection loss with the request in flight, as when the reply is lost with its connection.
+
+use std::collections::BTreeMap;
+
+/// Which replies a link loses now (the active `drop-replies` fault's `replies`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LostReplies {
+    #[default]
+    None,
+    /// Ping replies (`keepalive`).
+    Pings,
+    /// Replies to creates that succeeded (`create`, as the simulator's filter).
+    Creates,
+    /// Replies to writes: creates, deletes, setData, setACL, multi (`write`).
+    Writes,
+    /// Every reply but watch notifications (`all`).
+    All,
+}
+
+impl LostReplies {
+    /// The control line's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LostReplies::None => "none",
+            LostReplies::Pings => "pings",
+            LostReplies::Creates => "creates",
+            LostReplies::Writes => "writes",
+            LostReplies::All => "all",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<LostReplies> {
+        [LostReplies::None, LostReplies::Pings, LostReplies::Creates, LostReplies::Writes, LostReplies::All]
+            .into_iter()
+            .find(|lost| lost.name() == word)
+    }
+}
+
+/// ZooKeeper's `ZooDefs.OpCode`s of the writes; the first four create.
+const CREATES: [i32; 4] = [1, 15, 19, 21];
+const OTHER_WRITES: [i32; 5] = [2, 5, 7, 14, 20];
+/// The xids of a ping and of a watch notification.
+const PING: i32 = -2;
+const NOTIFICATION: i32 = -1;
+
+/// Cuts a byte stream into whole packets (length prefix included).
+#[derive(Default)]
+pub struct Packets {
+    pending: Vec<u8>,
+}
+
+impl Packets {
+    /// Takes the next bytes read; returns the packets they complete, in order.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        self.pending.extend_from_slice(bytes);
+        let mut packets = Vec::new();
+        loop {
+            let Some(length) = self.pending.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            else {
+                break;
+            };
+            if self.pending.len() < 4 + length {
+                break;
+            }
+            packets.push(self.pending.drain(..4 + length).collect());
+        }
+        packets
+    }
+}
+
+fn int_at(packet: &[u8], at: usize) -> Option<i32> {
+    packet.get(at..at + 4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// One connection's view: the requests in flight by xid, from the client's packets.
+#[derive(Default)]
+pub struct Connection {
+    requests_seen: u64,
+    replies_seen: u64,
+    in_flight: BTreeMap<i32, i32>,
+}
+
+/// What to do with one reply packet.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Deliver,
+    /// Skip it; the stream stays whole (a ping's reply).
+    Skip,
+    /// Close the connection instead of delivering it.
+    Close,
+}
+
+impl Connection {
+    /// A packet from the client: remembers the request's operation by its xid.
+    pub fn request(&mut self, packet: &[u8]) {
+        self.requests_seen += 1;
+        if self.requests_seen == 1 {
+            return; // the ConnectRequest
+        }
+        if let (Some(xid), Some(op)) = (int_at(packet, 4), int_at(packet, 8))
+            && xid >= 0
+        {
+            self.in_flight.insert(xid, op);
+        }
+    }
+
+    /// A packet from the server, under the link's `lost` replies now.
+    pub fn reply(&mut self, packet: &[u8], lost: LostReplies) -> Verdict {
+        self.replies_seen += 1;
+        if self.replies_seen == 1 {
+            return Verdict::Deliver; // the ConnectResponse
+        }
+        let Some(xid) = int_at(packet, 4) else { return Verdict::Deliver };
+        let op = self.in_flight.remove(&xid);
+        let ok = int_at(packet, 16) == Some(0);
+        match (xid, lost) {
+            (_, LostReplies::None) | (NOTIFICATION, _) => Verdict::Deliver,
+            (PING, LostReplies::Pings | LostReplies::All) => Verdict::Skip,
+            (PING, _) => Verdict::Deliver,
+            (_, LostReplies::All) => Verdict::Close,
+            (_, LostReplies::Creates) if ok && op.is_some_and(|op| CREATES.contains(&op)) => Verdict::Close,
+            (_, LostReplies::Writes) if op.is_some_and(|op| CREATES.contains(&op) || OTHER_WRITES.contains(&op)) => {
+                Verdict::Close
+            }
+            _ => Verdict::Deliver,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(body: &[u8]) -> Vec<u8> {
+        let mut out = (body.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn request(xid: i32, op: i32) -> Vec<u8> {
+        packet(&[xid.to_be_bytes(), op.to_be_bytes()].concat())
+    }
+
+    fn reply(xid: i32, err: i32) -> Vec<u8> {
+        packet(&[&xid.to_be_bytes()[..], &7i64.to_be_bytes()[..], &err.to_be_bytes()[..]].concat())
+    }
+
+    #[test]
+    fn packets_are_cut_whole_across_and_within_reads() {
+        let (a, b) = (request(1, 1), request(2, 4));
+        let stream = [a.clone(), b.clone()].concat();
+        let cut = a.len() + 5;
+        let mut packets = Packets::default();
+        assert!(packets.push(&stream[..3]).is_empty(), "not even a length yet");
+        assert_eq!(packets.push(&stream[3..cut]), vec![a]);
+        assert_eq!(packets.push(&stream[cut..]), vec![b]);
+        assert!(packets.push(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_successful_create_reply_closes_the_connection_and_the_rest_pass() {
+        let mut connection = Connection::default();
+        connection.request(&packet(b"connect request"));
+        assert_eq!(connection.reply(&packet(b"connect response......"), LostReplies::All), Verdict::Deliver);
+        connection.request(&request(1, 1)); // create
+        connection.request(&request(2, 4)); // getData
+        connection.request(&request(3, 1)); // create that fails
+        connection.request(&request(PING, 11));
+        assert_eq!(connection.reply(&reply(PING, 0), LostReplies::Creates), Verdict::Deliver);
+        assert_eq!(connection.reply(&reply(NOTIFICATION, 0), LostReplies::Creates), Verdict::Deliver);
+        assert_eq!(connection.reply(&reply(2, 0), LostReplies::Creates), Verdict::Deliver);
+        assert_eq!(connection.reply(&reply(3, -110), LostReplies::Creates), Verdict::Deliver, "NodeExists");
+        assert_eq!(connection.reply(&reply(1, 0), LostReplies::Creates), Verdict::Close);
+    }
+
+    #[test]
+    fn pings_are_skipped_writes_and_everything_close_and_nothing_is_lost_without_a_fault() {
+        let mut connection = Connection::default();
+        connection.request(&packet(b"connect"));
+        connection.reply(&packet(b"connected"), LostReplies::None);
+        assert_eq!(connection.reply(&reply(PING, 0), LostReplies::Pings), Verdict::Skip);
+        assert_eq!(connection.reply(&reply(PING, 0), LostReplies::All), Verdict::Skip);
+        connection.request(&request(4, 2)); // delete
+        connection.request(&request(5, 4)); // getData
+        connection.request(&request(6, 5)); // setData
+        assert_eq!(connection.reply(&reply(4, 0), LostReplies::None), Verdict::Deliver);
+        assert_eq!(connection.reply(&reply(5, 0), LostReplies::Writes), Verdict::Deliver);
+        assert_eq!(connection.reply(&reply(6, -101), LostReplies::Writes), Verdict::Close, "a failed write too");
+        connection.request(&request(7, 4));
+        assert_eq!(connection.reply(&reply(7, 0), LostReplies::All), Verdict::Close);
+        assert_eq!(connection.reply(&reply(NOTIFICATION, 0), LostReplies::All), Verdict::Deliver);
+    }
+
+    #[test]
+    fn control_words_round_trip() {
+        for lost in [LostReplies::None, LostReplies::Pings, LostReplies::Creates, LostReplies::Writes, LostReplies::All]
+        {
+            assert_eq!(LostReplies::parse(lost.name()), Some(lost));
+        }
+        assert_eq!(LostReplies::parse("some"), None);
+    }
+}
