@@ -1086,16 +1086,6 @@ fn lost_replies(kind: ReplyKind) -> LostReplies {
     }
 }
 
-/// The name the simulator's nemesis gives a reply kind in a fault's detail.
-fn reply_name(kind: ReplyKind) -> &'static str {
-    match kind {
-        ReplyKind::All => "all",
-        ReplyKind::Write => "write",
-        ReplyKind::KeepAlive => "keepalive",
-        ReplyKind::Create => "create",
-    }
-}
-
 /// A clock step's kind, node and detail (as the simulator's nemesis words it).
 fn clock_fault(fault: &Fault) -> Option<(FaultKind, String, String)> {
     let signed = |ns: i64| format!("{}{} ms", if ns < 0 { "-" } else { "+" }, ns.unsigned_abs() / 1_000_000);
@@ -1167,7 +1157,7 @@ fn apply<C: Cluster>(
                     phase: Phase::Start,
                     kind: FaultKind::DropReplies,
                     targets: vec![node.clone()],
-                    detail: format!("drop {} replies", reply_name(*replies)),
+                    detail: format!("drop {} replies", replies.name()),
                 };
                 journal.record(NEMESIS, event);
                 timeline.active.push((index, vec![node]));

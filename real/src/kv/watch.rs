@@ -20,8 +20,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordsim_checker::history::{Call, ChangeKind, Event, Return, Touched, WatchEndReason, WatchedChange};
-use coordsim_sim::kv_workload::KEY_PREFIX;
+use coordsim_checker::history::{ChangeKind, Event, Return, WatchEndReason, WatchedChange};
+use coordsim_sim::kv_workload::{KEY_PREFIX, relist_call};
 use coordsim_sim::scenario::{KvSpec, WatchStart};
 use etcd_client as etcd;
 
@@ -120,14 +120,7 @@ fn change(event: &etcd::Event) -> Option<WatchedChange> {
 /// "compacted"). Recorded as an `api` read of the prefix, as in the simulator.
 async fn relist(name: &str, client: &etcd::Client, journal: &Journal, mut revision: i64) -> i64 {
     loop {
-        let call = Call::Api {
-            api: "etcd".into(),
-            method: "get".into(),
-            detail: format!("{KEY_PREFIX}* at revision {revision}"),
-            writes: Vec::new(),
-            reads: vec![Touched::Prefix(KEY_PREFIX.to_string())],
-        };
-        let op = journal.invoke(name, call);
+        let op = journal.invoke(name, relist_call(revision));
         let options = etcd::GetOptions::new().with_prefix().with_revision(revision);
         match tokio::time::timeout(OP_BUDGET, client.clone().get(KEY_PREFIX, Some(options))).await {
             Ok(Ok(response)) => {

@@ -753,6 +753,18 @@ pub enum ReplyKind {
     All,
 }
 
+impl ReplyKind {
+    /// Its name in a scenario file and in a fault's detail (`drop create replies`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplyKind::All => "all",
+            ReplyKind::Write => "write",
+            ReplyKind::KeepAlive => "keepalive",
+            ReplyKind::Create => "create",
+        }
+    }
+}
+
 /// A node's clock at the start of the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -12,6 +12,8 @@
 
 mod etcd;
 mod watch;
+
+pub use watch::relist_call;
 mod zookeeper;
 
 use std::collections::BTreeMap;

@@ -58,14 +58,7 @@ pub(super) async fn watch(plan: &KvPlan, client: &Client, recorder: &Recorder) {
 /// `api` read of the prefix, its `revision` the one the state is as of.
 async fn relist(plan: &KvPlan, client: &Client, recorder: &Recorder, range: &KeyRange, mut revision: i64) -> i64 {
     loop {
-        let call = Call::Api {
-            api: "etcd".into(),
-            method: "get".into(),
-            detail: format!("{KEY_PREFIX}* at revision {revision}"),
-            writes: Vec::new(),
-            reads: vec![Touched::Prefix(KEY_PREFIX.to_string())],
-        };
-        let op = recorder.invoke(&plan.name, call);
+        let op = recorder.invoke(&plan.name, relist_call(revision));
         let mut request = RangeRequest::new(range.clone());
         request.revision = revision;
         match client.range(request, OP_BUDGET).await {
@@ -88,6 +81,17 @@ async fn relist(plan: &KvPlan, client: &Client, recorder: &Recorder, range: &Key
                 client.clock().sleep(WATCH_POLL).await;
             }
         }
+    }
+}
+
+/// A watcher's re-read of the keys as of `revision`, as the history records it (both worlds).
+pub fn relist_call(revision: i64) -> Call {
+    Call::Api {
+        api: "etcd".into(),
+        method: "get".into(),
+        detail: format!("{KEY_PREFIX}* at revision {revision}"),
+        writes: Vec::new(),
+        reads: vec![Touched::Prefix(KEY_PREFIX.to_string())],
     }
 }
 

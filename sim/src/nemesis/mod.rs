@@ -245,7 +245,7 @@ impl Nemesis {
                 self.drop_replies(member.id, planned.id, *replies);
                 Applied {
                     targets: vec![member.name],
-                    detail: format!("drop {} replies", reply_name(*replies)),
+                    detail: format!("drop {} replies", replies.name()),
                     undo: Undo::Replies(vec![member.id], planned.id),
                 }
             }
@@ -404,15 +404,6 @@ fn drops(kind: ReplyKind, reply: &ClientReply) -> bool {
             }
             _ => false,
         },
-    }
-}
-
-fn reply_name(kind: ReplyKind) -> &'static str {
-    match kind {
-        ReplyKind::All => "all",
-        ReplyKind::Write => "write",
-        ReplyKind::KeepAlive => "keepalive",
-        ReplyKind::Create => "create",
     }
 }
 
