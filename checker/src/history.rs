@@ -151,6 +151,17 @@ pub struct ServiceTiming {
     /// What a new leader's lessor adds to every lease when it takes over (etcd:
     /// `lessor.Promote(electionTimeout)`, server.go).
     pub lease_promotion_extend_ms: u64,
+    /// How long after a follower answers a renewal the leader may apply it: 0 where a follower
+    /// relays the renewal and answers after the leader (etcd's LeaseKeepAlive); ZooKeeper's
+    /// follower answers a ping itself and reports its clients' touches to the leader in its
+    /// reply to the leader's next ping, sent every half tick (`LearnerSessionTracker`,
+    /// `Learner.ping`, `Leader.lead`). Absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub renewal_relay_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ServiceTiming {
@@ -162,6 +173,7 @@ impl ServiceTiming {
         election_timeout_max_ms: 300,
         lease_expiry_tick_ms: 50,
         lease_promotion_extend_ms: 150,
+        renewal_relay_ms: 0,
     };
 }
 
@@ -523,6 +535,18 @@ pub enum Call {
     },
     LeaseKeepAlive {
         lease: i64,
+    },
+    /// A request other than a ping that renews the session `lease` as it reaches a server: a
+    /// ZooKeeper server touches the session of every request it reads
+    /// (`ZooKeeperServer.submitRequestNow`, `touch`), and a reconnection that carries the session
+    /// id revalidates it. `request` is the ZooKeeper operation (`create`, `getChildren`,
+    /// `reconnect`). A renewal for the lease checkers, like a keepalive, but not one for the
+    /// request-kind metrics. Recorded by the real runner's ZooKeeper client, which sees its
+    /// connections' packets (real/src/zk/tap.rs).
+    /// `{"f":"session_touch","lease":72057594037927937,"request":"create"}`
+    SessionTouch {
+        lease: i64,
+        request: String,
     },
     LeaseRevoke {
         lease: i64,

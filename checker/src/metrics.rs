@@ -225,6 +225,7 @@ pub fn kind(call: &Call) -> String {
     match call {
         Call::LeaseGrant { .. } => "lease_grant".into(),
         Call::LeaseKeepAlive { .. } => "lease_keep_alive".into(),
+        Call::SessionTouch { .. } => "session_touch".into(),
         Call::LeaseRevoke { .. } => "lease_revoke".into(),
         Call::Lock { .. } => "lock".into(),
         Call::Unlock { .. } => "unlock".into(),
@@ -281,6 +282,8 @@ pub fn samples(history: &History) -> Vec<Sample> {
     let mut open: BTreeMap<OpId, usize> = BTreeMap::new();
     for entry in &history.entries {
         match &entry.event {
+            // A session's touches are the wire requests inside the calls already sampled.
+            Event::Invoke { call: Call::SessionTouch { .. }, .. } => {}
             Event::Invoke { op, call } => {
                 open.insert(*op, samples.len());
                 samples.push(Sample {

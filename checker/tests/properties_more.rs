@@ -210,6 +210,7 @@ fn lease_liveness_reads_the_services_timing_from_the_history() {
         election_timeout_max_ms: 2000,
         lease_expiry_tick_ms: 500,
         lease_promotion_extend_ms: 1000,
+        renewal_relay_ms: 0,
     });
     // Deadline 1.010 + 5 + 0.5 = 6.510 s; limit + 2 s election + 250 ms commit = 8.760 s.
     let report = b.report(Property::LeaseLiveness);
@@ -1598,4 +1599,71 @@ fn session_loss_notice_does_not_judge_a_request_over_before_the_expiry() {
     let report = b.report(Property::SessionLossNotice);
     assert_eq!(report.verdict, Verdict::Pass);
     assert_mentions(&report.summary, &["0 lock requests"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A ZooKeeper session observed on a real ensemble: every request renews it (`session_touch`), a
+// follower tells the leader of a touch up to half a tick after it answered (`renewal_relay_ms`),
+// and the leader expires sessions in buckets of a tick.
+
+/// A real ZooKeeper run's header: tick 500 ms, relay 250 ms, polled every 100 ms.
+fn zookeeper_observed(b: &mut Builder, until_ms: u64) {
+    observed(b, until_ms);
+    b.history.recorded_on = Some("real zookeeper".into());
+    b.history.service_timing = Some(ServiceTiming {
+        heartbeat_ms: 250,
+        election_timeout_min_ms: 2500,
+        election_timeout_max_ms: 2500,
+        lease_expiry_tick_ms: 500,
+        lease_promotion_extend_ms: 0,
+        renewal_relay_ms: 250,
+    });
+}
+
+/// c1's 4 s session: a ping answered at 1.01 s, then a create answered at 2.01 s, then nothing.
+fn touched_session() -> Builder {
+    let mut b = Builder::new();
+    b.leader(0, "s1", 1);
+    b.lease(0, 10, "c1", 1, 4000).keepalive(1000, 1010, "c1", 1, ok(Return::LeaseKeptAlive { ttl_ms: 4000 }));
+    let create = Call::SessionTouch { lease: 1, request: "create".into() };
+    b.op(2000, 2010, "c1", create, ok(Return::LeaseKeptAlive { ttl_ms: 4000 }));
+    zookeeper_observed(&mut b, 29_900);
+    b
+}
+
+#[test]
+fn a_session_touch_renews_a_zookeeper_session_for_the_lease_checkers() {
+    // Expired at 5.3 s: 3.3 s after the create's touch, early by the create (not by the ping).
+    let mut early = touched_session();
+    early.polled_expiry(5200, 5300, 1);
+    let report = early.report(Property::LeaseSafety);
+    assert_eq!(report.verdict, Verdict::Fail, "{}", report.summary);
+    assert_mentions(&report.findings[0].message, &["sent at 2.000s"]);
+    // Expired at 6.6 s: past the ping's bound, within the create's (2.01 + 0.25 relay + 4 + 0.5
+    // tick, plus the commit allowance and a 2.5 s election timeout for a stalled leader).
+    let mut on_time = touched_session();
+    on_time.polled_expiry(6550, 6650, 1);
+    assert_eq!(on_time.verdict(Property::LeaseSafety), Verdict::Pass);
+    let report = on_time.report(Property::LeaseLiveness);
+    assert_eq!(report.verdict, Verdict::Pass, "{}", report.summary);
+    // Still alive at 10 s: late.
+    let mut late = touched_session();
+    late.polled_expiry(10_000, 10_100, 1);
+    let report = late.report(Property::LeaseLiveness);
+    assert_eq!(report.verdict, Verdict::Fail, "{}", report.summary);
+    assert_mentions(&report.findings[0].message, &["sent at 2.000s", "until 2.260s"]);
+}
+
+#[test]
+fn a_followers_relay_of_a_touch_moves_the_liveness_bound_by_exactly_the_relay() {
+    // Without the relay the bound is 2.01 + 4 + 0.5 + 2.5 + 0.25 = 9.26 s; with it 9.51 s.
+    let at = |expired_ms: u64, relay_ms: u64| {
+        let mut b = touched_session();
+        b.history.service_timing.as_mut().expect("set").renewal_relay_ms = relay_ms;
+        b.polled_expiry(expired_ms, expired_ms + 10, 1);
+        b.verdict(Property::LeaseLiveness)
+    };
+    assert_eq!(at(9400, 0), Verdict::Fail);
+    assert_eq!(at(9400, 250), Verdict::Pass);
+    assert_eq!(at(9600, 250), Verdict::Fail);
 }

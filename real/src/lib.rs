@@ -44,12 +44,13 @@ use coordsim_checker::properties::Property;
 pub use config::System;
 
 /// The properties a real run on `system` judges: those that need only what clients and the
-/// resource record, and on etcd the lease properties (our client journals every LeaseKeepAlive
-/// and the runner observes expiries by polling LeaseLeases; the zookeeper-client crate's pings
-/// are not seen, so ZooKeeper's sessions are not judged) and the watch properties (the
-/// key-value watchers record their streams: [`kv`]).
+/// resource record, the lease properties (our etcd client journals every LeaseKeepAlive, a
+/// ZooKeeper client's session tap every request that renews its session, [`zk::tap`]; the
+/// runner observes expiries by polling etcd's LeaseLeases or the ZooKeeper leader's session
+/// tracker) and on etcd the watch properties (the key-value watchers record their streams:
+/// [`kv`]).
 pub fn judged(system: System) -> Vec<Property> {
-    Property::judged_outside(system == System::Etcd, system == System::Etcd)
+    Property::judged_outside(true, system == System::Etcd)
 }
 
 /// Runs [`run::run`] on a current-thread runtime on this thread, until it ends or SIGINT/SIGTERM;

@@ -276,8 +276,10 @@ impl Shared {
     fn history(&self, name: &str, clients: usize, system: System) -> History {
         let mut history = History::new(name, 1);
         history.recorded_on = Some(format!("real {}", system.name()));
-        history.service_timing =
-            (system == System::Etcd).then(|| crate::cluster::etcd::service_timing(Default::default()));
+        history.service_timing = Some(match system {
+            System::Etcd => crate::cluster::etcd::service_timing(Default::default()),
+            System::Zookeeper => crate::cluster::zookeeper::service_timing(),
+        });
         let servers = self.servers.borrow();
         history.nodes = servers.iter().map(|s| NodeInfo { name: s.clone(), role: NodeRole::Server }).collect();
         history.nodes.extend((1..=clients).map(|i| NodeInfo { name: format!("c{i}"), role: NodeRole::Client }));

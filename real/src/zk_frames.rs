@@ -1,5 +1,6 @@
-//! ZooKeeper's client protocol as a link proxy reads it, to lose chosen replies (`drop-replies`
-//! on real ZooKeeper). Pure: bytes in, decisions out.
+//! ZooKeeper's client protocol as a link proxy and a client's session tap read it: to lose chosen
+//! replies (`drop-replies` on real ZooKeeper, [`Connection`]) and to see every request that
+//! renews a session ([`SessionWire`]). Pure: bytes in, decisions out.
 //!
 //! The wire format (ZooKeeper's `ClientCnxn` and `jute` records, zookeeper-client's
 //! `proto` module): every packet is a 4-byte big-endian length and that many bytes. A
@@ -143,6 +144,151 @@ impl Connection {
     }
 }
 
+/// ZooKeeper's name of an operation code (`ZooDefs.OpCode`, 3.8).
+pub fn op_name(op: i32) -> &'static str {
+    match op {
+        1 => "create",
+        2 => "delete",
+        3 => "exists",
+        4 => "getData",
+        5 => "setData",
+        6 => "getACL",
+        7 => "setACL",
+        8 => "getChildren",
+        9 => "sync",
+        11 => "ping",
+        12 => "getChildren2",
+        13 => "check",
+        14 => "multi",
+        15 => "create2",
+        16 => "reconfig",
+        17 => "checkWatches",
+        18 => "removeWatches",
+        19 => "createContainer",
+        20 => "deleteContainer",
+        21 => "createTTL",
+        22 => "multiRead",
+        101 => "setWatches",
+        103 => "getEphemerals",
+        104 => "getAllChildrenNumber",
+        105 => "setWatches2",
+        106 => "addWatch",
+        107 => "whoAmI",
+        -11 => "closeSession",
+        _ => "unknown",
+    }
+}
+
+/// `auth` and `sasl` packets are answered by the connection itself, never submitted as
+/// requests: they do not touch the session (`ZooKeeperServer.processPacket`).
+const NOT_SUBMITTED: [i32; 2] = [100, 102];
+/// `ZooDefs`' error codes a reply may carry about the session itself.
+const SESSION_EXPIRED: i32 = -112;
+const SESSION_MOVED: i32 = -118;
+
+/// Which request of a connection a reply answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WireKey {
+    /// The `ConnectRequest` of a reconnection (it carries the session's id).
+    Connect,
+    /// A request by its xid (a ping's is -2).
+    Xid(i32),
+}
+
+/// A request that reaches a server renews its session there: the server touches the session of
+/// every request it submits (`ZooKeeperServer.submitRequestNow`), a reconnection revalidates it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Touch {
+    pub key: WireKey,
+    pub session: i64,
+    /// `ping`, `reconnect`, or the operation's name ([`op_name`]).
+    pub request: &'static str,
+}
+
+/// What a reply says of the session a request touched.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The server read the request and answered for a live session, of this timeout (ms).
+    Renewed { timeout_ms: u64 },
+    /// The session had expired (a reconnection answered with timeout 0, or `SESSIONEXPIRED`).
+    Expired,
+    /// Answered without saying (`SESSIONMOVED`: another server holds the session now).
+    Unknown(&'static str),
+}
+
+/// One connection of a ZooKeeper client, read packet by packet from both ends: the requests
+/// that touch its session and what their replies say. The session is the one its
+/// `ConnectRequest` carries (a reconnection) or its `ConnectResponse` names (a new session).
+#[derive(Default)]
+pub struct SessionWire {
+    requests_seen: u64,
+    replies_seen: u64,
+    session: i64,
+    timeout_ms: u64,
+    /// Requests sent and not answered yet, and whether each touches the session.
+    in_flight: BTreeMap<WireKey, bool>,
+}
+
+fn long_at(packet: &[u8], at: usize) -> Option<i64> {
+    packet.get(at..at + 8).map(|b| i64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+}
+
+impl SessionWire {
+    /// A packet from the client (length prefix included): the touch it makes, if any. A
+    /// `ConnectRequest` (`protocolVersion, lastZxidSeen, timeOut, sessionId, passwd`) touches
+    /// only when it carries a session (a reconnection); a new session is the lease's grant.
+    pub fn request(&mut self, packet: &[u8]) -> Option<Touch> {
+        self.requests_seen += 1;
+        if self.requests_seen == 1 {
+            let session = long_at(packet, 20).filter(|id| *id != 0)?;
+            self.session = session;
+            self.in_flight.insert(WireKey::Connect, true);
+            return Some(Touch { key: WireKey::Connect, session, request: "reconnect" });
+        }
+        let (xid, op) = (int_at(packet, 4)?, int_at(packet, 8)?);
+        let touches = !NOT_SUBMITTED.contains(&op) && self.session != 0;
+        self.in_flight.insert(WireKey::Xid(xid), touches);
+        touches.then(|| Touch { key: WireKey::Xid(xid), session: self.session, request: op_name(op) })
+    }
+
+    /// A packet from the server: the touch it answers and what it says, if it answers one.
+    pub fn reply(&mut self, packet: &[u8]) -> Option<(WireKey, Answer)> {
+        self.replies_seen += 1;
+        if self.replies_seen == 1 {
+            // ConnectResponse: protocolVersion, timeOut, sessionId, passwd.
+            let timeout = int_at(packet, 8)?;
+            if let Some(session) = long_at(packet, 12).filter(|id| *id != 0) {
+                self.session = session;
+            }
+            self.timeout_ms = timeout.max(0) as u64;
+            let reconnect = self.in_flight.remove(&WireKey::Connect)?;
+            let answer = if timeout > 0 { Answer::Renewed { timeout_ms: self.timeout_ms } } else { Answer::Expired };
+            return reconnect.then_some((WireKey::Connect, answer));
+        }
+        let xid = int_at(packet, 4)?;
+        if xid == NOTIFICATION {
+            return None;
+        }
+        let key = WireKey::Xid(xid);
+        if !self.in_flight.remove(&key)? {
+            return None;
+        }
+        let answer = match int_at(packet, 16)? {
+            SESSION_EXPIRED => Answer::Expired,
+            SESSION_MOVED => Answer::Unknown("session moved"),
+            _ => Answer::Renewed { timeout_ms: self.timeout_ms },
+        };
+        Some((key, answer))
+    }
+
+    /// The connection ended: the touches still in flight, whose outcome is unknown.
+    pub fn closed(&mut self) -> Vec<WireKey> {
+        let keys = self.in_flight.iter().filter(|(_, touches)| **touches).map(|(key, _)| *key).collect();
+        self.in_flight.clear();
+        keys
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +351,67 @@ mod tests {
         connection.request(&request(7, 4));
         assert_eq!(connection.reply(&reply(7, 0), LostReplies::All), Verdict::Close);
         assert_eq!(connection.reply(&reply(NOTIFICATION, 0), LostReplies::All), Verdict::Deliver);
+    }
+
+    fn connect_request(session: i64) -> Vec<u8> {
+        let body = [
+            &0i32.to_be_bytes()[..],
+            &0i64.to_be_bytes(),
+            &6000i32.to_be_bytes(),
+            &session.to_be_bytes(),
+            &16i32.to_be_bytes(),
+            &[0; 16],
+        ]
+        .concat();
+        packet(&body)
+    }
+
+    fn connect_response(timeout: i32, session: i64) -> Vec<u8> {
+        packet(
+            &[&0i32.to_be_bytes()[..], &timeout.to_be_bytes(), &session.to_be_bytes(), &16i32.to_be_bytes(), &[0; 16]]
+                .concat(),
+        )
+    }
+
+    #[test]
+    fn a_new_session_touches_with_each_request_but_not_with_its_connect() {
+        let mut wire = SessionWire::default();
+        assert_eq!(wire.request(&connect_request(0)), None, "the grant, not a renewal");
+        assert_eq!(wire.reply(&connect_response(6000, 77)), None);
+        let create = wire.request(&request(1, 1)).expect("a create touches");
+        assert_eq!(create, Touch { key: WireKey::Xid(1), session: 77, request: "create" });
+        assert_eq!(wire.request(&request(PING, 11)).map(|t| t.request), Some("ping"));
+        assert_eq!(wire.request(&request(2, 100)), None, "auth is not submitted");
+        assert_eq!(wire.reply(&reply(NOTIFICATION, 0)), None);
+        assert_eq!(wire.reply(&reply(PING, 0)), Some((WireKey::Xid(PING), Answer::Renewed { timeout_ms: 6000 })));
+        assert_eq!(
+            wire.reply(&reply(1, -110)),
+            Some((WireKey::Xid(1), Answer::Renewed { timeout_ms: 6000 })),
+            "NodeExists: touched all the same"
+        );
+        assert_eq!(wire.reply(&reply(2, 0)), None);
+        assert_eq!(wire.request(&request(3, 8)).map(|t| t.request), Some("getChildren"));
+        assert_eq!(wire.request(&request(4, 2)).map(|t| t.request), Some("delete"));
+        assert_eq!(wire.reply(&reply(3, SESSION_EXPIRED)), Some((WireKey::Xid(3), Answer::Expired)));
+        assert_eq!(wire.closed(), vec![WireKey::Xid(4)], "the delete's outcome is unknown");
+        assert!(wire.closed().is_empty());
+    }
+
+    #[test]
+    fn a_reconnection_touches_its_session_and_learns_whether_it_expired() {
+        let mut wire = SessionWire::default();
+        let touch = wire.request(&connect_request(77)).expect("a reconnection revalidates the session");
+        assert_eq!(touch, Touch { key: WireKey::Connect, session: 77, request: "reconnect" });
+        assert_eq!(
+            wire.reply(&connect_response(6000, 77)),
+            Some((WireKey::Connect, Answer::Renewed { timeout_ms: 6000 }))
+        );
+        let mut late = SessionWire::default();
+        late.request(&connect_request(77));
+        assert_eq!(late.reply(&connect_response(0, 0)), Some((WireKey::Connect, Answer::Expired)));
+        let mut cut = SessionWire::default();
+        cut.request(&connect_request(77));
+        assert_eq!(cut.closed(), vec![WireKey::Connect]);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //!
 //! The rule, as the service is designed (sim/core/src/lessor.rs and server.rs, like etcd's lessor):
 //! - The leader renews a lease when a keepalive reaches it, so the last renewal is no later than
-//!   the completion (`ok` or `info`) of the last keepalive that may have reached it; a keepalive
+//!   the completion (`ok` or `info`) of the last keepalive that may have reached it (plus the
+//!   history's `renewal_relay_ms`: a ZooKeeper follower answers a ping
+//!   before the leader hears of it; a session's other requests renew it too, `session_touch`); a keepalive
 //!   that never completed may have reached it until its client crashed (or the run ended); one in
 //!   flight while a fault held the servers (see below) may arrive when that fault ends. From
 //!   there the lease lives TTL **by the leader's clock** (the `clock` records give it: a slow
@@ -218,15 +220,17 @@ fn late(lease: &LeaseRecord, bound: &Bound, at_ns: u64, what: &str, entry: usize
 /// it (a paused server handles the requests queued for it when it resumes, a delayed link
 /// delivers late).
 fn latest_ns(context: &Context<'_>, owner: &str, renewal: &Renewal) -> u64 {
-    // An acknowledged renewal was made (and checkpointed) before its answer: faults after that
-    // cannot move it.
+    // An acknowledged renewal was made (and checkpointed) before its answer, or, where a
+    // follower answers before it tells the leader (ZooKeeper), within the history's
+    // `renewal_relay_ms` after it: faults after that cannot move it.
     if let (true, Some(complete_ns)) = (renewal.acked, renewal.complete_ns) {
-        return complete_ns;
+        return complete_ns + context.timing.renewal_relay_ms * MS;
     }
-    let latest_ns = renewal.complete_ns.unwrap_or_else(|| {
+    let reached_ns = renewal.complete_ns.unwrap_or_else(|| {
         let crashed = context.crashes.get(owner).and_then(|times| times.iter().find(|&&t| t >= renewal.invoke_ns));
         crashed.copied().unwrap_or(context.history.duration_ns)
     });
+    let latest_ns = reached_ns + context.timing.renewal_relay_ms * MS;
     // Faults chain: a server paused again before its first pause ended handles the request only
     // when the last of them ends.
     let mut until_ns = latest_ns;

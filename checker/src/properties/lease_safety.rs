@@ -104,7 +104,7 @@ fn collect(history: &History) -> BTreeMap<i64, Lease> {
             Event::Invoke { op, call: Call::LeaseGrant { .. } } => {
                 invoked.insert(*op, (entry.time_ns, None));
             }
-            Event::Invoke { op, call: Call::LeaseKeepAlive { lease } } => {
+            Event::Invoke { op, call: Call::LeaseKeepAlive { lease } | Call::SessionTouch { lease, .. } } => {
                 invoked.insert(*op, (entry.time_ns, Some(*lease)));
             }
             Event::Ok { op, ret: Return::LeaseGranted { lease, ttl_ms } } => {

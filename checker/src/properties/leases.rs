@@ -1,6 +1,7 @@
 //! Leases as the history shows them, with everything the lease checkers need beyond the
-//! acknowledged renewals: the keepalives whose outcome is unknown (they may have renewed the
-//! lease), the owner's revocation, the leader's checkpoints, the expiry.
+//! acknowledged renewals: the keepalives (and a ZooKeeper session's touches, `session_touch`)
+//! whose outcome is unknown (they may have renewed the lease), the owner's revocation, the
+//! leader's checkpoints, the expiry.
 
 use std::collections::BTreeMap;
 
@@ -56,7 +57,7 @@ pub fn leases(history: &History) -> BTreeMap<i64, LeaseRecord> {
             Event::Invoke { op, call: Call::LeaseGrant { .. } } => {
                 grants.insert(*op, (now, index));
             }
-            Event::Invoke { op, call: Call::LeaseKeepAlive { lease } } => {
+            Event::Invoke { op, call: Call::LeaseKeepAlive { lease } | Call::SessionTouch { lease, .. } } => {
                 let renewal = Renewal { invoke_ns: now, complete_ns: None, acked: false, entry: index };
                 keepalives.insert(*op, (*lease, renewal));
             }

@@ -61,6 +61,9 @@ pub fn service_timing(raft: RaftFlags) -> ServiceTiming {
         election_timeout_max_ms: 2 * raft.election_ms,
         lease_expiry_tick_ms: 500,
         lease_promotion_extend_ms: raft.election_ms,
+        // A follower relays a LeaseKeepAlive to the leader and answers with its reply (3.4
+        // `LeaseRenew` over the peer URL).
+        renewal_relay_ms: 0,
     }
 }
 

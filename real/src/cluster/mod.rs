@@ -23,6 +23,10 @@ pub trait Cluster {
     /// The leases (etcd) or sessions (ZooKeeper) the cluster holds now; `None` when it could not
     /// say (no leader, a server paused).
     async fn sessions(&self) -> Option<std::collections::BTreeSet<i64>>;
+    /// How many answers in a row must leave a lease out before it is taken for gone: 1 where
+    /// the listing is read under the lessor's lock (etcd's LeaseLeases), more where a live
+    /// session can be missed by one listing (ZooKeeper's `dump`).
+    const ABSENCES_TO_CONFIRM: u32 = 1;
     /// Kills a server (SIGKILL: a crash; what it did not fsync is lost, as on power loss).
     fn crash(&mut self, server: &str);
     /// Starts a crashed server again on its data directory.

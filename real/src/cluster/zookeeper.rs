@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::{Cluster, Hosts, START_TIMEOUT};
 use crate::procs::Procs;
+use coordsim_checker::history::ServiceTiming;
 
 /// The port a server listens to clients on: ZooKeeper's usual one (in a run's namespaces; on
 /// 127.0.0.1 a free port instead). The link proxies read connections to it as ZooKeeper's
@@ -21,6 +22,34 @@ pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 pub const SLF4J_SIMPLE_JAR: &str = "/usr/share/java/slf4j-simple.jar";
 /// ZooKeeper's tick: sessions may last 2 to 20 ticks, so 1 s to 10 s here.
 pub const TICK_MS: u64 = 500;
+
+/// `syncLimit`: a follower that has not heard its leader for this many ticks gives it up and
+/// looks for a new one (`Learner`'s socket timeout); a leader not heard by a quorum as long
+/// steps down.
+pub const SYNC_LIMIT_TICKS: u64 = 5;
+
+/// The ensemble's timing as a history's header carries it, for the lease checkers, read in
+/// ZooKeeper 3.8's code:
+/// - a leader pings its followers every half tick (`Leader.lead`); a follower gives its leader
+///   up after `syncLimit` ticks without hearing it (`Learner`'s socket timeout), whatever the
+///   draw: one election timeout, not a range;
+/// - the leader's session tracker expires sessions in buckets of one tick (`ExpiryQueue`,
+///   `roundToNextInterval`): up to a tick after a session's timeout;
+/// - a new leader's tracker starts every session over at its full timeout when it starts
+///   (`SessionTrackerImpl`'s constructor touches each session of the database), adding nothing;
+/// - a follower answers a ping itself and reports its clients' touches to the leader in its
+///   reply to the leader's next ping (`LearnerSessionTracker`, `Learner.ping`): up to half a tick
+///   after the client's answer.
+pub fn service_timing() -> ServiceTiming {
+    ServiceTiming {
+        heartbeat_ms: TICK_MS / 2,
+        election_timeout_min_ms: TICK_MS * SYNC_LIMIT_TICKS,
+        election_timeout_max_ms: TICK_MS * SYNC_LIMIT_TICKS,
+        lease_expiry_tick_ms: TICK_MS,
+        lease_promotion_extend_ms: 0,
+        renewal_relay_ms: TICK_MS / 2,
+    }
+}
 
 struct Server {
     name: String,
@@ -58,7 +87,7 @@ impl ZkEnsemble {
             std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
             std::fs::write(data.join("myid"), format!("{}\n", i + 1)).map_err(|e| e.to_string())?;
             let mut text = format!(
-                "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={client_port}\n\
+                "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit={SYNC_LIMIT_TICKS}\ndataDir={}\nclientPort={client_port}\n\
                  clientPortAddress={}\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok,dump,mntr\n",
                 data.display(),
                 hosts.ip(&name),
@@ -189,6 +218,14 @@ impl Cluster for ZkEnsemble {
     async fn leader(&self) -> Option<String> {
         self.leading(&["leader"]).await.map(|s| s.name.clone())
     }
+
+    /// `dump` lists the leader's expiry buckets without a lock (`ExpiryQueue.dump`: the bucket
+    /// times first, then each bucket's sessions), and a request touched meanwhile moves its
+    /// session to a later bucket, which may be new: the listing misses a live session now and
+    /// then (seen: a session missing from one answer in about 200, renewed before and after).
+    /// An expired session never comes back (its tracker refuses touches once it is closing),
+    /// so two answers in a row without it say it is gone.
+    const ABSENCES_TO_CONFIRM: u32 = 2;
 
     async fn sessions(&self) -> Option<std::collections::BTreeSet<i64>> {
         let lead = self.leading(&["leader", "standalone"]).await?;

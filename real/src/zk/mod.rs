@@ -20,6 +20,8 @@ use crate::journal::Journal;
 use crate::session::SessionWatch;
 use crate::workload::LockBackend;
 
+pub mod tap;
+
 /// Pause before a request is sent again after a connection loss.
 const RETRY: Duration = Duration::from_millis(20);
 
@@ -30,6 +32,8 @@ pub struct ZkBackend {
     state_task: Option<tokio::task::JoinHandle<()>>,
     /// The session's connection states are recorded from a task of their own.
     journal: Arc<Journal>,
+    /// What the client connects through, so that its sessions' renewals are journaled.
+    taps: Option<tap::Taps>,
 }
 
 struct ZkConfig {
@@ -52,6 +56,7 @@ impl ZkBackend {
             session_id: 0,
             state_task: None,
             journal,
+            taps: None,
         }
     }
 
@@ -76,7 +81,17 @@ impl LockBackend for ZkBackend {
         let node = self.config.client.name.clone();
         let ttl_ms = self.config.lock.ttl_ms;
         let op = journal.invoke(&node, Call::LeaseGrant { ttl_ms });
-        let cluster = self.config.client.endpoints.join(",");
+        if self.taps.is_none() {
+            let taps = tap::Taps::start(&self.config.client.endpoints, &node, self.journal.clone()).await;
+            match taps {
+                Ok(taps) => self.taps = Some(taps),
+                Err(error) => {
+                    journal.info(&node, op, format!("cannot listen for the session tap: {error}"));
+                    return Err(error.to_string());
+                }
+            }
+        }
+        let cluster = self.taps.as_ref().expect("started above").addresses.join(",");
         let connect = zk::Client::connector().with_session_timeout(Duration::from_millis(ttl_ms)).connect(&cluster);
         let client = match tokio::time::timeout(self.budget(), connect).await {
             Ok(Ok(client)) => client,

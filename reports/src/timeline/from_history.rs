@@ -377,6 +377,8 @@ impl Builder {
         let t = entry.time_ns;
         let node = entry.node.as_str();
         match &entry.event {
+            // A session's touches are the wire requests of the calls drawn already.
+            Event::Invoke { call: Call::SessionTouch { .. }, .. } => {}
             Event::Invoke { op, call } => {
                 self.ops.insert(*op, OpenOp { index, node: node.to_string(), start: t, call: call.clone() });
             }

@@ -119,7 +119,10 @@ impl<'h> Story<'h> {
             }
             Event::Fail { op, error } | Event::Info { op, error } => {
                 let unknown = matches!(entry.event, Event::Info { .. });
-                if let Some((first, call)) = self.ops.remove(op) {
+                // A touch that failed is a wire request of a call that says so itself.
+                if let Some((first, call)) = self.ops.remove(op)
+                    && !matches!(call, Call::SessionTouch { .. })
+                {
                     self.failed(index, first, t, node, &call, error, unknown);
                 }
             }
@@ -197,7 +200,7 @@ impl<'h> Story<'h> {
                 self.say(Rank::Detail, LineTone::Plain, t, refs, text);
             }
             Return::LeaseKeptAlive { .. } => {
-                if let Some((_, Call::LeaseKeepAlive { lease })) = &invoke
+                if let Some((_, Call::LeaseKeepAlive { lease } | Call::SessionTouch { lease, .. })) = &invoke
                     && let Some(entry) = self.leases.get_mut(lease)
                 {
                     entry.1 = t;

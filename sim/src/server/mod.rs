@@ -827,6 +827,9 @@ pub fn service_timing(raft: &RaftTiming, lease: &LeasePolicy) -> ServiceTiming {
         election_timeout_max_ms: raft.election_timeout_max_ms,
         lease_expiry_tick_ms: EXPIRY_TICK.as_millis() as u64,
         lease_promotion_extend_ms: lease.promotion_extend_ms,
+        // The ZooKeeper view's follower relays a ping's touch to the leader as it answers
+        // (`Server::zk_ping`): a network latency, within the checkers' commit allowance.
+        renewal_relay_ms: 0,
     }
 }
 
