@@ -25,6 +25,7 @@ pub mod client_main;
 pub mod cluster;
 pub mod config;
 pub mod etcd;
+pub mod h2_frames;
 pub mod journal;
 pub mod kv;
 pub mod links;

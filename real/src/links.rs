@@ -27,8 +27,8 @@
 //! 127.0.0.1), then writes one line per peer whenever a delay changes:
 //! `link <peer ip> <request min ns> <request max ns> <reply min ns> <reply max ns> <lost>`, where
 //! `<lost>` names the replies the node loses on that link (`none`, `pings`, `creates`, `writes`,
-//! `all`: `drop-replies` on ZooKeeper connections, which a proxy started with `--zookeeper-port`
-//! reads packet by packet, real/src/zk_frames.rs). The proxy exits when that connection closes,
+//! `all`: `drop-replies` on the connections a proxy started with `--zookeeper-port` reads packet by
+//! packet, real/src/zk_frames.rs, or with `--etcd-port` frame by frame, real/src/h2_frames.rs). The proxy exits when that connection closes,
 //! so a killed orchestrator leaves no proxy behind.
 
 use std::collections::BTreeMap;
@@ -40,15 +40,15 @@ use std::time::Duration;
 
 use crate::netns::Network;
 use crate::procs::Procs;
-use crate::proxy::{Delay, LinkState, Links};
+use crate::proxy::{Delay, LinkState, Links, Protocol};
 use crate::zk_frames::LostReplies;
 
 /// The mark of the proxies' own sockets, which the redirect rule passes ("cs").
 pub const MARK: u32 = 0x6373;
 
-/// `coordsim real-link --control <socket> [--zookeeper-port P]`: serves until the orchestrator's
-/// control connection closes; connections to port `P` are read as ZooKeeper's protocol.
-pub fn main(control: &Path, zookeeper_port: Option<u16>) -> Result<(), String> {
+/// `coordsim real-link --control <socket> [--zookeeper-port P | --etcd-port P]`: serves until the
+/// orchestrator's control connection closes; connections to port `P` are read as that protocol.
+pub fn main(control: &Path, reads: Option<(u16, Protocol)>) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -60,7 +60,7 @@ pub fn main(control: &Path, zookeeper_port: Option<u16>) -> Result<(), String> {
         let unix = tokio::net::UnixListener::bind(control).map_err(|e| format!("{}: {e}", control.display()))?;
         let (stream, _) = unix.accept().await.map_err(|e| format!("{}: {e}", control.display()))?;
         let links = Links::default();
-        let serving = tokio::spawn(crate::proxy::serve_transparent(listener, links.clone(), MARK, zookeeper_port));
+        let serving = tokio::spawn(crate::proxy::serve_transparent(listener, links.clone(), MARK, reads));
         let result = control_loop(stream, port, &links).await;
         serving.abort();
         result
@@ -149,7 +149,7 @@ impl LinkControl {
         procs: &Procs,
         exe: &Path,
         dir: &Path,
-        zookeeper_port: Option<u16>,
+        reads: Option<(u16, Protocol)>,
     ) -> Result<LinkControl, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut sockets: Vec<(String, PathBuf)> = Vec::new();
@@ -157,8 +157,14 @@ impl LinkControl {
             let socket = dir.join(format!("{node}.sock"));
             let mut command = std::process::Command::new(exe);
             command.arg("real-link").arg("--control").arg(&socket);
-            if let Some(port) = zookeeper_port {
-                command.arg("--zookeeper-port").arg(port.to_string());
+            match reads {
+                Some((port, Protocol::Zookeeper)) => {
+                    command.arg("--zookeeper-port").arg(port.to_string());
+                }
+                Some((port, Protocol::Etcd)) => {
+                    command.arg("--etcd-port").arg(port.to_string());
+                }
+                None => {}
             }
             procs.spawn(&format!("link-{node}"), net.wrap(node, &command), &dir.join(format!("{node}.log")))?;
             sockets.push((node.clone(), socket));

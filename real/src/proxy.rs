@@ -32,7 +32,69 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::zk_frames::{self, LostReplies};
+use crate::h2_frames;
+use crate::zk_frames::{self, LostReplies, Verdict};
+
+/// A client protocol a link proxy can read, to lose the replies a `drop-replies` fault names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// ZooKeeper's packets ([`zk_frames`]).
+    Zookeeper,
+    /// etcd's gRPC over HTTP/2 ([`h2_frames`]).
+    Etcd,
+}
+
+/// One connection's reading, shared by its two pumps.
+enum Reader {
+    Zookeeper(zk_frames::Connection),
+    Etcd(Box<h2_frames::Connection>),
+}
+
+impl Reader {
+    fn new(protocol: Protocol) -> Reader {
+        match protocol {
+            Protocol::Zookeeper => Reader::Zookeeper(zk_frames::Connection::default()),
+            Protocol::Etcd => Reader::Etcd(Box::default()),
+        }
+    }
+
+    fn request(&mut self, unit: &[u8]) {
+        match self {
+            Reader::Zookeeper(connection) => connection.request(unit),
+            Reader::Etcd(connection) => connection.request(unit),
+        }
+    }
+
+    fn reply(&mut self, unit: &[u8], lost: LostReplies) -> Verdict {
+        match self {
+            Reader::Zookeeper(connection) => connection.reply(unit, lost),
+            Reader::Etcd(connection) => connection.reply(unit, lost),
+        }
+    }
+}
+
+/// Cuts one way's bytes into the protocol's units: whole packets, or the preface and frames.
+enum Units {
+    Packets(zk_frames::Packets),
+    Frames(h2_frames::Frames),
+}
+
+impl Units {
+    fn new(protocol: Protocol, way: Way) -> Units {
+        match (protocol, way) {
+            (Protocol::Zookeeper, _) => Units::Packets(zk_frames::Packets::default()),
+            (Protocol::Etcd, Way::Request) => Units::Frames(h2_frames::Frames::client()),
+            (Protocol::Etcd, Way::Reply) => Units::Frames(h2_frames::Frames::server()),
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        match self {
+            Units::Packets(packets) => packets.push(bytes),
+            Units::Frames(frames) => frames.push(bytes),
+        }
+    }
+}
 
 /// What a link lets through now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -48,8 +110,8 @@ pub struct LinkState {
     /// Bumped to drop every open connection (the client sees its connection closed, as when a
     /// server drops its clients).
     pub generation: u64,
-    /// Replies lost on the way back, on a connection read as ZooKeeper's protocol
-    /// ([`crate::zk_frames`]; `drop-replies` on real ZooKeeper).
+    /// Replies lost on the way back, on a connection read as its client protocol
+    /// ([`crate::zk_frames`], [`crate::h2_frames`]; `drop-replies` on real clusters).
     pub lost_replies: LostReplies,
 }
 
@@ -166,7 +228,7 @@ async fn accept(listener: TcpListener, upstream: SocketAddr, state: watch::Recei
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((client, _)) = accepted else { continue };
-                connections.spawn(forward(client, TcpStream::connect(upstream), state.clone(), false));
+                connections.spawn(forward(client, TcpStream::connect(upstream), state.clone(), None));
             }
             // Reap finished connections so a long run does not keep their results.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -175,13 +237,13 @@ async fn accept(listener: TcpListener, upstream: SocketAddr, state: watch::Recei
 }
 
 /// One connection: a pump each way, until both ends close or the connections are dropped. With
-/// `zookeeper`, the connection is read as ZooKeeper's client protocol, so that the link can lose
-/// the replies its state names.
+/// a `protocol`, the connection is read as that client protocol, so that the link can lose the
+/// replies its state names.
 async fn forward(
     client: TcpStream,
     connect: impl std::future::Future<Output = std::io::Result<TcpStream>>,
     mut state: watch::Receiver<LinkState>,
-    zookeeper: bool,
+    protocol: Option<Protocol>,
 ) {
     let generation = state.borrow().generation;
     let server = tokio::select! {
@@ -195,9 +257,9 @@ async fn forward(
     let _ = server.set_nodelay(true);
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let framing = zookeeper.then(|| Arc::new(Mutex::new(zk_frames::Connection::default())));
-    let requests = pump(client_read, server_write, state.clone(), Way::Request, framing.clone());
-    let replies = pump(server_read, client_write, state.clone(), Way::Reply, framing);
+    let reading = protocol.map(|protocol| (protocol, Arc::new(Mutex::new(Reader::new(protocol)))));
+    let requests = pump(client_read, server_write, state.clone(), Way::Request, reading.clone());
+    let replies = pump(server_read, client_write, state.clone(), Way::Reply, reading);
     tokio::select! {
         _ = async { tokio::join!(requests, replies) } => {}
         () = dropped(&mut state, generation) => {}
@@ -211,22 +273,23 @@ async fn dropped(state: &mut watch::Receiver<LinkState>, generation: u64) {
 
 /// Copies one way. The reader waits while the way is cut, so the sender's kernel buffers fill as
 /// in a partition; the writer delivers each chunk no sooner than its delay after it was read, so
-/// pipelined chunks keep their spacing. With `framing` (a ZooKeeper connection) the reader cuts
-/// the stream into packets: a request's is noted, a reply the link loses now is skipped or ends
-/// the connection in its place ([`zk_frames`]): the writer closes its end and delivers nothing more.
+/// pipelined chunks keep their spacing. With `reading` (a connection read as its protocol) the
+/// reader cuts the stream into the protocol's units: a request's is noted, a reply the link loses
+/// now is skipped or ends the connection in its place ([`zk_frames`], [`h2_frames`]): the writer
+/// closes its end and delivers nothing more.
 async fn pump(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     state: watch::Receiver<LinkState>,
     way: Way,
-    framing: Option<Arc<Mutex<zk_frames::Connection>>>,
+    reading: Option<(Protocol, Arc<Mutex<Reader>>)>,
 ) {
     // `None`: the reply in hand is lost with the connection.
     let (chunks, mut queued) = mpsc::unbounded_channel::<(Instant, Option<Vec<u8>>)>();
     let mut read_state = state.clone();
     let reader = async move {
         let mut buf = vec![0u8; 16 * 1024];
-        let mut packets = zk_frames::Packets::default();
+        let mut units = reading.as_ref().map(|(protocol, _)| Units::new(*protocol, way));
         loop {
             if read_state.wait_for(|s| s.open(way)).await.is_err() {
                 return;
@@ -235,7 +298,7 @@ async fn pump(
                 Ok(0) | Err(_) => return,
                 Ok(n) => n,
             };
-            let Some(framing) = &framing else {
+            let (Some((_, reader)), Some(units)) = (&reading, &mut units) else {
                 if chunks.send((Instant::now(), Some(buf[..n].to_vec()))).is_err() {
                     return;
                 }
@@ -245,14 +308,14 @@ async fn pump(
             let lost = read_state.borrow().lost_replies;
             let mut out = Vec::new();
             let mut closed = false;
-            for packet in packets.push(&buf[..n]) {
-                let mut connection = framing.lock().expect("zk framing lock poisoned");
+            for packet in units.push(&buf[..n]) {
+                let mut connection = reader.lock().expect("connection reading lock poisoned");
                 match way {
                     Way::Request => connection.request(&packet),
                     Way::Reply => match connection.reply(&packet, lost) {
-                        zk_frames::Verdict::Deliver => {}
-                        zk_frames::Verdict::Skip => continue,
-                        zk_frames::Verdict::Close => {
+                        Verdict::Deliver => {}
+                        Verdict::Skip => continue,
+                        Verdict::Close => {
                             closed = true;
                             break;
                         }
@@ -327,9 +390,9 @@ impl Links {
 /// Serves the connections nftables redirected to `listener` (each keeps the address it was
 /// opened to, read back with `SO_ORIGINAL_DST`): each goes on to that address through a socket
 /// marked `mark`, so that the node's redirect rule lets it pass, under `links`' state for that
-/// peer; one to `zookeeper_port` is read as ZooKeeper's client protocol. Runs until the listener
+/// peer; one to the port of `reads` is read as that client protocol. Runs until the listener
 /// fails.
-pub async fn serve_transparent(listener: TcpListener, links: Links, mark: u32, zookeeper_port: Option<u16>) {
+pub async fn serve_transparent(listener: TcpListener, links: Links, mark: u32, reads: Option<(u16, Protocol)>) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -337,8 +400,8 @@ pub async fn serve_transparent(listener: TcpListener, links: Links, mark: u32, z
                 let Ok((client, _)) = accepted else { continue };
                 let Some(upstream) = original_destination(&client) else { continue };
                 let state = links.sender(*upstream.ip()).subscribe();
-                let zookeeper = zookeeper_port == Some(upstream.port());
-                connections.spawn(forward(client, connect_marked(upstream, mark), state, zookeeper));
+                let protocol = reads.filter(|(port, _)| *port == upstream.port()).map(|(_, protocol)| protocol);
+                connections.spawn(forward(client, connect_marked(upstream, mark), state, protocol));
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }

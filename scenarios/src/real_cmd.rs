@@ -128,8 +128,11 @@ pub struct LinkArgs {
     #[arg(long)]
     control: PathBuf,
     /// Read connections to this port as ZooKeeper's client protocol (to lose chosen replies).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "etcd_port")]
     zookeeper_port: Option<u16>,
+    /// Read connections to this port as etcd's (gRPC over HTTP/2), to lose chosen replies.
+    #[arg(long)]
+    etcd_port: Option<u16>,
 }
 
 /// What a real run needs on the machine: (what, path, needed for).
@@ -407,7 +410,13 @@ pub fn link(_: LinkArgs) -> Result<ExitCode, InputError> {
 
 #[cfg(feature = "real")]
 pub fn link(args: LinkArgs) -> Result<ExitCode, InputError> {
-    coordsim_real::links::main(&args.control, args.zookeeper_port).map_err(InputError::Usage)?;
+    use coordsim_real::proxy::Protocol;
+    let reads = match (args.zookeeper_port, args.etcd_port) {
+        (Some(port), _) => Some((port, Protocol::Zookeeper)),
+        (None, Some(port)) => Some((port, Protocol::Etcd)),
+        (None, None) => None,
+    };
+    coordsim_real::links::main(&args.control, reads).map_err(InputError::Usage)?;
     Ok(ExitCode::SUCCESS)
 }
 

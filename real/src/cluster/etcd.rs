@@ -75,6 +75,11 @@ pub fn installed_release() -> Option<coordsim_sim::etcd_release::EtcdRelease> {
     text.lines().find_map(|line| line.strip_prefix("etcd Version:")).and_then(|version| version.trim().parse().ok())
 }
 
+/// The port a member listens to clients on: etcd's usual one (in a run's namespaces; on
+/// 127.0.0.1 a free port instead). A link proxy reads connections to it as gRPC over HTTP/2
+/// when the run loses replies (real/src/h2_frames.rs).
+pub const CLIENT_PORT: u16 = 2379;
+
 pub struct EtcdCluster {
     members: Vec<Member>,
     initial_cluster: String,
@@ -100,7 +105,7 @@ impl EtcdCluster {
         let mut members = Vec::new();
         for i in 1..=servers {
             let name = format!("s{i}");
-            let (client_port, peer_port) = (hosts.port(2379)?, hosts.port(2380)?);
+            let (client_port, peer_port) = (hosts.port(CLIENT_PORT)?, hosts.port(2380)?);
             members.push(Member {
                 ip: hosts.ip(&name),
                 data_dir: dir.join(format!("{name}.etcd")),
