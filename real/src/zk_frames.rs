@@ -290,10 +290,11 @@ impl SessionWire {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn packet(body: &[u8]) -> Vec<u8> {
+    /// `body` as one packet: its length first (the session tap's tests build theirs so too).
+    pub(crate) fn packet(body: &[u8]) -> Vec<u8> {
         let mut out = (body.len() as u32).to_be_bytes().to_vec();
         out.extend_from_slice(body);
         out

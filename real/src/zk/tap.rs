@@ -167,13 +167,8 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, tap: Arc<Mutex<Ta
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::zk_frames::tests::packet;
     use coordsim_checker::history::Event;
-
-    fn packet(body: &[u8]) -> Vec<u8> {
-        let mut out = (body.len() as u32).to_be_bytes().to_vec();
-        out.extend_from_slice(body);
-        out
-    }
 
     /// A fake server speaks the protocol's framing; the tap between it and a fake client must
     /// pass every byte unchanged and journal the session's renewals with their outcomes.
