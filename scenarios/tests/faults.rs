@@ -134,6 +134,7 @@ fn call_name(call: &Call) -> &'static str {
     match call {
         Call::LeaseGrant { .. } => "lease_grant",
         Call::LeaseKeepAlive { .. } => "lease_keep_alive",
+        Call::SessionTouch { .. } => "session_touch",
         Call::LeaseRevoke { .. } => "lease_revoke",
         Call::Lock { .. } => "lock",
         Call::Unlock { .. } => "unlock",
