@@ -19,14 +19,15 @@
 
 use std::collections::BTreeMap;
 
-/// Which replies a link loses now (the active `drop-replies` fault's `replies`).
+/// Which replies a link loses now (the active `drop-replies` fault's `replies`), on ZooKeeper
+/// here and on etcd in [`crate::h2_frames`] (there: keepalives, transactions, writes, all).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum LostReplies {
     #[default]
     None,
-    /// Ping replies (`keepalive`).
+    /// Ping replies (`keep-alive`; etcd: LeaseKeepAlive replies).
     Pings,
-    /// Replies to creates that succeeded (`create`, as the simulator's filter).
+    /// Replies to creates that succeeded (`create`, as the simulator's filter; etcd: Txn replies).
     Creates,
     /// Replies to writes: creates, deletes, setData, setACL, multi (`write`).
     Writes,
